@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs whatever is missing on a fresh Debian machine (as root): Debian packages, npm
+# packages, the build. Idempotent: a second run installs nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# fuse3 gives fusermount (libfuse2 and fuse-native call it); libfuse2 is what fuse-native
+# links; the rest serve grep, tests (vim, git, rsync, attr, fio) and PostgreSQL.
+DEBIAN_PACKAGES=(fuse3 libfuse2 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps)
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to install ${missing[*]} (run as root, or install them first)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm ci only when the lockfile changed since the last install (node_modules/.package-lock.json).
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  echo "setup: npm ci" >&2
+  npm ci --no-audit --no-fund >/dev/null
+fi
+
+# fuse-native compiles from source when its prebuild cannot load; make sure it loads now.
+node -e "require('fuse-native')" 2>/dev/null || (echo "setup: rebuilding fuse-native" >&2 && npm rebuild fuse-native >/dev/null)
+
+echo "setup: building" >&2
+npx tsc -p tsconfig.build.json
+chmod +x dist/cli/main.js 2>/dev/null || true

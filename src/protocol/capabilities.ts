@@ -1,0 +1,74 @@
+/**
+ * Optional capabilities beyond BackendProtocolV2 (DESIGN.md). A backend may offer any of
+ * them; the vfs detects them with the guards below and falls back where they are missing.
+ * Like the protocol, they return errors as values.
+ */
+import type { FileInfo, MaybePromise } from "./types.js";
+
+export interface RenameResult {
+  error?: string;
+  /** The new path. */
+  path?: string;
+}
+
+/** Atomic where the store allows it (disk: rename(2); state: one update; store: one batch). */
+export interface Renamable {
+  rename(from: string, to: string): MaybePromise<RenameResult>;
+}
+
+/** One entry's metadata, without listing its parent. */
+export interface FileStat extends FileInfo {
+  is_dir: boolean;
+  size: number;
+  created_at?: string;
+  /** Changes whenever the content changes: mtime+size, content hash, commit hash... */
+  version?: string;
+}
+
+export interface StatResult {
+  error?: string;
+  stat?: FileStat;
+}
+
+export interface Stattable {
+  /** Missing entries give `{}` (no error, no stat). */
+  stat(path: string): MaybePromise<StatResult>;
+}
+
+/** A durability barrier: pending batches are written (checkpoint, commit) before it resolves. */
+export interface Syncable {
+  sync(): MaybePromise<{ error?: string }>;
+}
+
+export interface ChangeSet {
+  /** Token to pass to the next call. */
+  token: string;
+  /** Paths that changed since the given token, or "all" when the backend cannot tell. */
+  changed: string[] | "all";
+}
+
+/** "What changed since token X": lets caches be invalidated instead of timed out. */
+export interface ChangeTracking {
+  changesSince(token: string | null): MaybePromise<ChangeSet>;
+}
+
+/** A push feed of changes; returns an unsubscribe function. */
+export interface Watchable {
+  watch(onChange: (changed: string[] | "all") => void): () => void;
+}
+
+/** Backends with real directories (a disk) can create empty ones. */
+export interface DirectoryMaker {
+  mkdir(path: string): MaybePromise<{ error?: string }>;
+}
+
+function hasMethod(backend: unknown, name: string): boolean {
+  return typeof backend === "object" && backend !== null && typeof (backend as Record<string, unknown>)[name] === "function";
+}
+
+export const canRename = (b: unknown): b is Renamable => hasMethod(b, "rename");
+export const canStat = (b: unknown): b is Stattable => hasMethod(b, "stat");
+export const canSync = (b: unknown): b is Syncable => hasMethod(b, "sync");
+export const canTrackChanges = (b: unknown): b is ChangeTracking => hasMethod(b, "changesSince");
+export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
+export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");

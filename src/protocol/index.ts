@@ -1,0 +1,31 @@
+export * from "./types.js";
+export * from "./capabilities.js";
+export { SandboxError, type SandboxErrorCode } from "./sandbox-error.js";
+export {
+  adaptBackendProtocol,
+  adaptSandboxProtocol,
+  isSandboxBackend,
+  isSandboxProtocol,
+  resolveBackend,
+} from "./adapt.js";
+export { applyGrepMaxCount, grepText, DEFAULT_GREP_MAX_COUNT } from "./grep.js";
+export { normalizeReadPagination, paginateText, countLines, EMPTY_CONTENT_WARNING, DEFAULT_READ_LIMIT } from "./pagination.js";
+export { performStringReplacement } from "./edit.js";
+export { getMimeType, isTextMimeType } from "./mime.js";
+export {
+  createFileData,
+  updateFileData,
+  migrateToFileDataV2,
+  fileDataToString,
+  fileDataToBytes,
+  fileDataSize,
+  fileDataByteLength,
+  decodeUtf8Strict,
+  createWriteFileData,
+  createUploadFileData,
+  isFileDataV1,
+  isFileDataBinary,
+  type FileFormat,
+} from "./file-data.js";
+export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToSearchPath } from "./glob.js";
+export { checkVirtualPath, isPathWithin, parentOf, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
