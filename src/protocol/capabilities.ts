@@ -19,6 +19,7 @@ export interface Renamable {
 /** One entry's metadata, without listing its parent. */
 export interface FileStat extends FileInfo {
   is_dir: boolean;
+  /** In bytes (UTF-8 length of text), unlike FileInfo.size of State/Store (UTF-16 units). */
   size: number;
   created_at?: string;
   /** Changes whenever the content changes: mtime+size, content hash, commit hash... */
