@@ -1,0 +1,307 @@
+/**
+ * A local LangSmith Context Hub on loopback (node:http) that the unmodified `langsmith` client
+ * talks to: the routes of reference/context-hub-api.md §4, API-key auth, and in-process fault
+ * injection for tests.
+ */
+import { randomUUID } from "node:crypto";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { HubError, HubStore, type RepoMeta, type RepoType } from "./store.js";
+
+export interface Tenant {
+  /** The `tenant_handle`: the owner name of the tenant's repos. */
+  handle: string;
+  /** Appears as `organizationId` in the URLs `pushAgent` returns. */
+  id?: string;
+  displayName?: string;
+}
+
+export interface ApiKeyGrant {
+  tenant: string;
+  /** Mutations with a read-only key get 403. */
+  readOnly?: boolean;
+}
+
+export interface HubEmulatorOptions {
+  /** 0 (the default) picks a free port. */
+  port?: number;
+  host?: string;
+  /** Folder to persist repos in; omitted keeps them in memory. */
+  dataDir?: string;
+  /** Default: one tenant, `emulator`. */
+  tenants?: Tenant[];
+  /** API key -> grant. Omitted or empty: no authentication, every caller is the first tenant. */
+  apiKeys?: Record<string, ApiKeyGrant>;
+  /** Larger request bodies get 413. Default 64 MiB. */
+  maxBodyBytes?: number;
+}
+
+/** Make matching requests fail: the next `count` of them get `status`. */
+export interface Fault {
+  status: number;
+  count?: number;
+  body?: string;
+  method?: string;
+  /** Tested against the request path (without query). */
+  path?: RegExp;
+}
+
+export interface LoggedRequest {
+  method: string;
+  path: string;
+  status: number;
+  body?: unknown;
+}
+
+const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
+const MAX_LOG = 10_000;
+
+interface ResolvedTenant {
+  handle: string;
+  id: string;
+  display_name: string;
+  created_at: string;
+}
+
+interface Caller {
+  tenant: ResolvedTenant;
+  readOnly: boolean;
+}
+
+function repoJson(meta: RepoMeta): Record<string, unknown> {
+  const { commit_hashes, ...rest } = meta;
+  return {
+    ...rest,
+    full_name: `${meta.owner}/${meta.repo_handle}`,
+    num_commits: commit_hashes.length,
+    last_commit_hash: commit_hashes[commit_hashes.length - 1] ?? null,
+  };
+}
+
+export class HubEmulator {
+  readonly store: HubStore;
+  /** Every request, in order (bounded). */
+  readonly requests: LoggedRequest[] = [];
+  private readonly server: http.Server;
+  private readonly tenants: Map<string, ResolvedTenant>;
+  private readonly apiKeys: Record<string, ApiKeyGrant>;
+  private readonly maxBodyBytes: number;
+  private faults: Array<Fault & { remaining: number }> = [];
+  private url_ = "";
+
+  constructor(private readonly options: HubEmulatorOptions = {}) {
+    this.store = new HubStore(options.dataDir);
+    const now = new Date().toISOString();
+    this.tenants = new Map(
+      (options.tenants ?? [{ handle: "emulator" }]).map((t) => [
+        t.handle,
+        { handle: t.handle, id: t.id ?? randomUUID(), display_name: t.displayName ?? t.handle, created_at: now },
+      ]),
+    );
+    this.apiKeys = options.apiKeys ?? {};
+    this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
+    this.server = http.createServer((req, res) => void this.handle(req, res));
+    this.server.keepAliveTimeout = 1000;
+  }
+
+  /** The base URL to give the langsmith client as `apiUrl`. */
+  get url(): string {
+    return this.url_;
+  }
+
+  async listen(): Promise<this> {
+    const host = this.options.host ?? "127.0.0.1";
+    await new Promise<void>((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(this.options.port ?? 0, host, () => resolve());
+    });
+    const { port } = this.server.address() as AddressInfo;
+    this.url_ = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  /** Admin hook: the next matching requests fail with the given status. */
+  injectFault(fault: Fault): void {
+    this.faults.push({ ...fault, remaining: fault.count ?? 1 });
+  }
+
+  clearFaults(): void {
+    this.faults = [];
+  }
+
+  /** Commits so far in `owner/name` (owner defaults to the first tenant). */
+  commitCount(name: string, owner = this.defaultTenant().handle): number {
+    return this.store.commitCount(owner, name);
+  }
+
+  private defaultTenant(): ResolvedTenant {
+    return this.tenants.values().next().value as ResolvedTenant;
+  }
+
+  private takeFault(method: string, path: string): (Fault & { remaining: number }) | undefined {
+    const fault = this.faults.find(
+      (f) => f.remaining > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(path)),
+    );
+    if (fault) {
+      fault.remaining--;
+      this.faults = this.faults.filter((f) => f.remaining > 0);
+    }
+    return fault;
+  }
+
+  private authenticate(req: http.IncomingMessage): Caller {
+    if (Object.keys(this.apiKeys).length === 0) return { tenant: this.defaultTenant(), readOnly: false };
+    const key = req.headers["x-api-key"];
+    if (typeof key !== "string" || key === "") throw new HubError(401, "Missing API key");
+    const grant = this.apiKeys[key];
+    const tenant = grant && this.tenants.get(grant.tenant);
+    if (!grant || !tenant) throw new HubError(401, "Invalid API key");
+    return { tenant, readOnly: grant.readOnly === true };
+  }
+
+  private async readBody(req: http.IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > this.maxBodyBytes) throw new HubError(413, `Request body larger than ${this.maxBodyBytes} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    if (size === 0) return {};
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      throw new HubError(400, "Body is not valid JSON");
+    }
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const method = req.method ?? "GET";
+    const url = new URL(req.url ?? "/", "http://emulator");
+    const logged: LoggedRequest = { method, path: url.pathname + url.search, status: 0 };
+    if (this.requests.length >= MAX_LOG) this.requests.shift();
+    this.requests.push(logged);
+    const send = (status: number, body?: unknown): void => {
+      logged.status = status;
+      if (body === undefined) {
+        res.writeHead(status).end();
+        return;
+      }
+      const text = typeof body === "string" ? body : JSON.stringify(body);
+      res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain" : "application/json" }).end(text);
+    };
+    try {
+      const fault = this.takeFault(method, url.pathname);
+      if (fault) {
+        req.resume();
+        send(fault.status, fault.body ?? `Injected fault ${fault.status}`);
+        return;
+      }
+      const caller = this.authenticate(req);
+      const body = method === "POST" || method === "PATCH" ? await this.readBody(req) : undefined;
+      if (body !== undefined) logged.body = body;
+      const [status, payload] = this.route(method, url, caller, body);
+      send(status, payload);
+    } catch (error) {
+      if (!res.headersSent) {
+        if (error instanceof HubError) send(error.status, { detail: error.message });
+        else send(500, { detail: String(error) });
+      }
+      req.resume();
+    }
+  }
+
+  private owner(caller: Caller, owner: string): string {
+    return owner === "-" ? caller.tenant.handle : owner;
+  }
+
+  /** Reads of another tenant's repo need it public; writes need it to be ours. */
+  private checkAccess(caller: Caller, owner: string, name: string, write: boolean): void {
+    if (write && caller.readOnly) throw new HubError(403, "API key is read-only");
+    if (owner === caller.tenant.handle) return;
+    const meta = this.store.get(owner, name);
+    if (write) throw new HubError(403, `Tenant ${caller.tenant.handle} cannot write to ${owner}/${name}`);
+    if (!meta || !meta.is_public) throw new HubError(404, `Repo ${owner}/${name} not found`);
+  }
+
+  private route(method: string, url: URL, caller: Caller, body: unknown): [number, unknown] {
+    // The client puts platform routes under `/v1/platform` and the rest directly under apiUrl,
+    // which may itself end in `/api` or `/v1`.
+    const p = url.pathname.replace(/^\/api(?=\/)/, "").replace(/^\/v1(?=\/)/, "").replace(/\/+$/, "") || "/";
+    const q = url.searchParams;
+    let m: RegExpExecArray | null;
+
+    if (p === "/settings" && method === "GET") {
+      const { handle, ...rest } = caller.tenant;
+      return [200, { ...rest, tenant_handle: handle }];
+    }
+    if (p === "/repos" && method === "POST") {
+      if (caller.readOnly) throw new HubError(403, "API key is read-only");
+      return [200, { repo: repoJson(this.store.create(caller.tenant.handle, body as Record<string, unknown>)) }];
+    }
+    if (p === "/repos" && method === "GET") {
+      const repoType = q.get("repo_type");
+      const all = this.store
+        .list({
+          repoType: repoType === "agent" || repoType === "skill" ? (repoType as RepoType) : undefined,
+          isPublic: q.has("is_public") ? q.get("is_public") === "true" : undefined,
+          query: q.get("query") ?? undefined,
+        })
+        .filter((r) => r.owner === caller.tenant.handle || r.is_public)
+        .filter((r) => r.is_archived === (q.get("is_archived") === "true"));
+      const offset = Number(q.get("offset") ?? 0);
+      const limit = Number(q.get("limit") ?? 100);
+      return [200, { repos: all.slice(offset, offset + limit).map(repoJson), total: all.length }];
+    }
+    if ((m = /^\/repos\/([^/]+)\/([^/]+)$/.exec(p))) {
+      const owner = this.owner(caller, decodeURIComponent(m[1]));
+      const name = decodeURIComponent(m[2]);
+      if (method === "GET") {
+        this.checkAccess(caller, owner, name, false);
+        const meta = this.store.get(owner, name);
+        if (!meta) throw new HubError(404, `Repo ${owner}/${name} not found`);
+        return [200, { repo: repoJson(meta) }];
+      }
+      if (method === "PATCH") {
+        this.checkAccess(caller, owner, name, true);
+        return [200, repoJson(this.store.update(owner, name, body as Record<string, unknown>))];
+      }
+      if (method === "DELETE") {
+        this.checkAccess(caller, owner, name, true);
+        this.store.delete(owner, name);
+        return [204, undefined];
+      }
+    }
+    if ((m = /^\/platform\/hub\/repos\/([^/]+)\/([^/]+)\/directories(\/commits)?$/.exec(p))) {
+      const owner = this.owner(caller, decodeURIComponent(m[1]));
+      const name = decodeURIComponent(m[2]);
+      const commits = m[3] !== undefined;
+      if (!commits && method === "GET") {
+        this.checkAccess(caller, owner, name, false);
+        return [200, this.store.pull(owner, name, q.get("commit") ?? undefined)];
+      }
+      if (!commits && method === "DELETE") {
+        this.checkAccess(caller, owner, name, true);
+        this.store.delete(owner, name);
+        return [204, undefined];
+      }
+      if (commits && method === "POST") {
+        this.checkAccess(caller, owner, name, true);
+        const { files, parent_commit } = (body ?? {}) as { files?: unknown; parent_commit?: unknown };
+        const c = this.store.commit(owner, name, files, parent_commit);
+        return [200, { commit: { id: c.id, commit_hash: c.commit_hash, created_at: c.created_at } }];
+      }
+    }
+    throw new HubError(404, `No route for ${method} ${url.pathname}`);
+  }
+}
+
+/** Starts an emulator and resolves once it listens. */
+export async function startHubEmulator(options: HubEmulatorOptions = {}): Promise<HubEmulator> {
+  return new HubEmulator(options).listen();
+}
