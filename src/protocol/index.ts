@@ -29,3 +29,23 @@ export {
 } from "./file-data.js";
 export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToSearchPath } from "./glob.js";
 export { checkVirtualPath, isPathWithin, parentOf, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
+export {
+  mergeFilesUpdate,
+  listFiles,
+  readFile,
+  readRawFile,
+  grepFiles,
+  globFiles,
+  statFile,
+  fileStatOf,
+  fileDataVersion,
+  downloadFromFiles,
+  planWrite,
+  planEdit,
+  planDelete,
+  planUpload,
+  planRename,
+  type FilesMap,
+  type FilesUpdate,
+  type Planned,
+} from "./file-map.js";

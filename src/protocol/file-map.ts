@@ -1,0 +1,351 @@
+/**
+ * Pure operations over an in-memory files map (`Record<path, FileData>`), the data model of
+ * StateBackend, StoreBackend and the thread-bound state backend.
+ *
+ * Reads take the map and return a protocol result. Mutations are *planners*: they take the
+ * map and return the result plus the update to apply with the files-channel reducer
+ * (`mergeFilesUpdate`: records merge, `null` deletes a key). A backend reads its map (sync or
+ * async), calls a planner and writes the update (sync or async); the planners never mutate.
+ *
+ * Every path argument goes through `checkVirtualPath`; keys are normalized paths. Error
+ * messages quote the path as the caller passed it, as deepagents does.
+ */
+import { createHash } from "node:crypto";
+import type {
+  DeleteResult,
+  EditResult,
+  FileData,
+  FileDownloadResponse,
+  FileInfo,
+  FileUploadResponse,
+  GlobResult,
+  GrepMatch,
+  GrepResult,
+  LsResult,
+  ReadRawResult,
+  ReadResult,
+  WriteResult,
+} from "./types.js";
+import type { FileStat, RenameResult, StatResult } from "./capabilities.js";
+import {
+  createUploadFileData,
+  createWriteFileData,
+  fileDataByteLength,
+  fileDataSize,
+  fileDataToBytes,
+  isFileDataV1,
+  updateFileData,
+  type FileFormat,
+} from "./file-data.js";
+import { getMimeType, isTextMimeType } from "./mime.js";
+import { DEFAULT_READ_LIMIT, paginateText } from "./pagination.js";
+import { performStringReplacement } from "./edit.js";
+import { applyGrepMaxCount, grepText } from "./grep.js";
+import { asDirectoryPrefix, createGlobMatcher, createGrepGlobFilter } from "./glob.js";
+import { checkVirtualPath, isPathWithin } from "./paths.js";
+
+export type FilesMap = Record<string, FileData>;
+/** A files-channel update: a record replaces the entry, `null` deletes it. */
+export type FilesUpdate = Record<string, FileData | null>;
+
+/** What a planner returns: the result, and the update to apply when there is one. */
+export interface Planned<R> {
+  result: R;
+  update?: FilesUpdate;
+}
+
+/** The files-channel reducer (deepagents' `fileDataReducer`): merge, `null` deletes. */
+export function mergeFilesUpdate(current: FilesMap | undefined, update: FilesUpdate | undefined): FilesMap {
+  if (update === undefined) return current ?? {};
+  const merged: FilesMap = { ...current };
+  for (const key of Object.keys(update)) {
+    const value = update[key];
+    if (value === null || value === undefined) delete merged[key];
+    else merged[key] = value;
+  }
+  return merged;
+}
+
+const has = (files: FilesMap, key: string): boolean => Object.prototype.hasOwnProperty.call(files, key);
+
+/** Directory arguments (ls, grep, glob) default to `/` when empty, as deepagents does. */
+function checkDirectoryPath(raw: string | null | undefined) {
+  return raw == null || raw.trim() === "" ? { path: "/" } : checkVirtualPath(raw);
+}
+
+/** True when some key lies strictly below `dir`. */
+function isDirectory(files: FilesMap, dir: string): boolean {
+  if (dir === "/") return true;
+  const prefix = dir + "/";
+  for (const key in files) if (key.startsWith(prefix)) return true;
+  return false;
+}
+
+const collator = new Intl.Collator();
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+export function listFiles(files: FilesMap, path: string): LsResult {
+  const check = checkDirectoryPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  const prefix = asDirectoryPrefix(check.path);
+  const entries: FileInfo[] = [];
+  const subdirs = new Set<string>();
+  for (const key in files) {
+    if (!key.startsWith(prefix)) continue;
+    const slash = key.indexOf("/", prefix.length);
+    if (slash !== -1) {
+      subdirs.add(key.slice(0, slash + 1));
+      continue;
+    }
+    const data = files[key]!;
+    entries.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
+  }
+  for (const dir of subdirs) entries.push({ path: dir, is_dir: true, size: 0, modified_at: "" });
+  entries.sort((a, b) => collator.compare(a.path, b.path));
+  return { files: entries };
+}
+
+/** The MIME type an entry reads as: stored (v2) or from the path (v1, or v2 without one). */
+function mimeTypeOf(data: FileData, key: string): string {
+  return (!isFileDataV1(data) && data.mimeType) || getMimeType(key);
+}
+
+/** State/Store read: text paginated by lines (offset past EOF gives empty content), binary whole. */
+export function readFile(
+  files: FilesMap,
+  path: string,
+  offset = 0,
+  limit: number = DEFAULT_READ_LIMIT,
+): ReadResult {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  if (!has(files, check.path)) return { error: `File '${path}' not found` };
+  const data = files[check.path]!;
+  const mimeType = mimeTypeOf(data, check.path);
+  const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
+  if (!isTextMimeType(mimeType)) return { content, mimeType };
+  if (typeof content !== "string") return { error: `File '${path}' has binary content but text MIME type` };
+  return paginateText(content, mimeType, offset, limit);
+}
+
+export function readRawFile(files: FilesMap, path: string): ReadRawResult {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  if (!has(files, check.path)) return { error: `File '${path}' not found` };
+  return { data: files[check.path]! };
+}
+
+/** The searchable text of an entry, or undefined for binary entries (skipped by grep). */
+function textOf(data: FileData, key: string): string | undefined {
+  if (isFileDataV1(data)) return isTextMimeType(getMimeType(key)) ? data.content.join("\n") : undefined;
+  if (typeof data.content !== "string") return undefined;
+  return isTextMimeType(data.mimeType || getMimeType(key)) ? data.content : undefined;
+}
+
+/**
+ * Literal grep. `path` names one file exactly or a directory (segment-aware prefix); `glob`
+ * filters files as ripgrep's `--glob`. Files are visited in map order; the scan stops once
+ * more than `maxCount` matches are found.
+ */
+export function grepFiles(
+  files: FilesMap,
+  pattern: string,
+  path?: string | null,
+  glob?: string | null,
+  maxCount?: number | null,
+): GrepResult {
+  const check = checkDirectoryPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  const filter = createGrepGlobFilter(glob, check.path);
+  const matches: GrepMatch[] = [];
+  const search = (key: string): void => {
+    if (filter && !filter(key)) return;
+    const text = textOf(files[key]!, key);
+    if (text !== undefined) grepText(text, pattern, key, matches);
+  };
+  if (check.path !== "/" && has(files, check.path)) {
+    search(check.path);
+  } else {
+    const prefix = asDirectoryPrefix(check.path);
+    const enough = maxCount == null ? Infinity : maxCount;
+    for (const key in files) {
+      if (!key.startsWith(prefix)) continue;
+      search(key);
+      if (matches.length > enough) break;
+    }
+  }
+  return applyGrepMaxCount({ result: { matches }, maxCount });
+}
+
+/** Files matching `pattern` (the project's one glob semantics), newest first. */
+export function globFiles(files: FilesMap, pattern: string, path?: string | null): GlobResult {
+  const check = checkDirectoryPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  const matches = createGlobMatcher(pattern, check.path);
+  const found: FileInfo[] = [];
+  for (const key in files) {
+    if (!matches(key)) continue;
+    const data = files[key]!;
+    found.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
+  }
+  // ISO timestamps order as strings; the sort is stable, so ties keep map order.
+  found.sort((a, b) => (a.modified_at! < b.modified_at! ? 1 : a.modified_at! > b.modified_at! ? -1 : 0));
+  return { files: found };
+}
+
+/** A token that changes whenever the content does: modification time, byte length, content hash. */
+export function fileDataVersion(data: FileData): string {
+  const hash = createHash("sha1");
+  if (isFileDataV1(data)) hash.update(data.content.join("\n"), "utf8");
+  else if (typeof data.content === "string") hash.update(data.content, "utf8");
+  else hash.update(data.content);
+  return `${data.modified_at}:${fileDataByteLength(data)}:${hash.digest("hex").slice(0, 16)}`;
+}
+
+export function fileStatOf(path: string, data: FileData, version = fileDataVersion(data)): FileStat {
+  return {
+    path,
+    is_dir: false,
+    size: fileDataByteLength(data),
+    created_at: data.created_at,
+    modified_at: data.modified_at,
+    version,
+  };
+}
+
+/** One entry: a file, an implicit directory (some key below it), `/`, or `{}` when missing. */
+export function statFile(files: FilesMap, path: string): StatResult {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { error: check.error };
+  const key = check.path;
+  if (key !== "/" && has(files, key)) return { stat: fileStatOf(key, files[key]!) };
+  if (isDirectory(files, key)) return { stat: { path: key, is_dir: true, size: 0 } };
+  return {};
+}
+
+export function downloadFromFiles(files: FilesMap, paths: string[]): FileDownloadResponse[] {
+  return paths.map((path) => {
+    const check = checkVirtualPath(path);
+    if (check.error !== undefined) return { path, content: null, error: "invalid_path" };
+    if (check.path !== "/" && has(files, check.path)) {
+      return { path, content: fileDataToBytes(files[check.path]!), error: null };
+    }
+    return { path, content: null, error: isDirectory(files, check.path) ? "is_directory" : "file_not_found" };
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Planners
+
+const IS_ROOT_ERROR = "Error: '/' is a directory";
+
+export function planWrite(files: FilesMap, path: string, content: string, fileFormat: FileFormat = "v2"): Planned<WriteResult> {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { result: { error: check.error } };
+  if (check.path === "/") return { result: { error: IS_ROOT_ERROR } };
+  const key = check.path;
+  const data = createWriteFileData(key, content, fileFormat, has(files, key) ? files[key] : undefined);
+  return { result: { path: key }, update: { [key]: data } };
+}
+
+export function planEdit(
+  files: FilesMap,
+  path: string,
+  oldString: string,
+  newString: string,
+  replaceAll = false,
+): Planned<EditResult> {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { result: { error: check.error } };
+  const key = check.path;
+  if (key === "/" || !has(files, key)) return { result: { error: `Error: File '${path}' not found` } };
+  const data = files[key]!;
+  // deepagents' StateBackend throws here; StoreBackend returns this message.
+  const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
+  if (typeof content !== "string") return { result: { error: "Error: Cannot convert binary FileData to string" } };
+  const replaced = performStringReplacement(content, oldString, newString, replaceAll);
+  if (typeof replaced === "string") return { result: { error: replaced } };
+  const [newContent, occurrences] = replaced;
+  return { result: { path: key, occurrences }, update: { [key]: updateFileData(data, newContent) } };
+}
+
+/** The keys at `dir` and below it; `/` is everything. */
+function keysWithin(files: FilesMap, dir: string): string[] {
+  const found: string[] = [];
+  for (const key in files) if (isPathWithin(key, dir)) found.push(key);
+  return found;
+}
+
+/** Recursive delete: the exact key and every key below it (`/` = everything). */
+export function planDelete(files: FilesMap, path: string): Planned<DeleteResult> {
+  const check = checkVirtualPath(path);
+  if (check.error !== undefined) return { result: { error: check.error } };
+  const keys = keysWithin(files, check.path);
+  if (keys.length === 0) return { result: { error: `Error: File '${path}' not found` } };
+  const update: Record<string, null> = {};
+  for (const key of keys) update[key] = null;
+  return { result: { path: check.path }, update };
+}
+
+/** Uploads bytes exactly (invalid UTF-8 under a text name stays bytes); later entries win. */
+export function planUpload(
+  files: FilesMap,
+  uploads: Array<[string, Uint8Array]>,
+  fileFormat: FileFormat = "v2",
+): Planned<FileUploadResponse[]> {
+  const responses: FileUploadResponse[] = [];
+  const update: Record<string, FileData> = {};
+  for (const [path, bytes] of uploads) {
+    const check = checkVirtualPath(path);
+    if (check.error !== undefined || !(bytes instanceof Uint8Array)) {
+      responses.push({ path, error: "invalid_path" });
+      continue;
+    }
+    const key = check.path;
+    if (key === "/") {
+      responses.push({ path, error: "is_directory" });
+      continue;
+    }
+    const existing = update[key] ?? (has(files, key) ? files[key] : undefined);
+    update[key] = createUploadFileData(key, bytes, fileFormat, existing);
+    responses.push({ path, error: null });
+  }
+  return Object.keys(update).length > 0 ? { result: responses, update } : { result: responses };
+}
+
+/**
+ * Moves a file, or a whole directory subtree, in one update (entries keep their timestamps,
+ * as rename(2) keeps mtime). An existing file at the target is replaced; a directory at the
+ * target, a move into its own subtree and moves of `/` are refused.
+ */
+export function planRename(files: FilesMap, from: string, to: string): Planned<RenameResult> {
+  const source = checkVirtualPath(from);
+  if (source.error !== undefined) return { result: { error: source.error } };
+  const target = checkVirtualPath(to);
+  if (target.error !== undefined) return { result: { error: target.error } };
+  const src = source.path;
+  const dst = target.path;
+  if (src === "/" || dst === "/") return { result: { error: `Error: Cannot rename '/'` } };
+  if (src === dst) {
+    return keysWithin(files, src).length > 0
+      ? { result: { path: dst } }
+      : { result: { error: `Error: File '${from}' not found` } };
+  }
+  const update: FilesUpdate = {};
+  if (has(files, src)) {
+    if (isDirectory(files, dst)) return { result: { error: `Error: '${to}' is a directory` } };
+    update[src] = null;
+    update[dst] = files[src]!;
+    return { result: { path: dst }, update };
+  }
+  const moved = keysWithin(files, src);
+  if (moved.length === 0) return { result: { error: `Error: File '${from}' not found` } };
+  if (isPathWithin(dst, src)) return { result: { error: `Error: Cannot move '${from}' into itself` } };
+  if (has(files, dst)) return { result: { error: `Error: '${to}' is not a directory` } };
+  if (isDirectory(files, dst)) return { result: { error: `Error: Directory not empty: '${to}'` } };
+  for (const key of moved) update[key] = null;
+  for (const key of moved) update[dst + key.slice(src.length)] = files[key]!;
+  return { result: { path: dst }, update };
+}
