@@ -50,3 +50,14 @@ export type {
   Watchable,
   FileStat,
 } from "./protocol/index.js";
+export { StateBackend, STATE_BACKEND_OUTSIDE_GRAPH_ERROR } from "./backends/state.js";
+export type { StateBackendOptions, StateUploadResult, StateRenameResult } from "./backends/state.js";
+export {
+  fileDataReducer,
+  filesValue,
+  FilesAnnotation,
+  FileDataSchema,
+  FileDataV1Schema,
+  FileDataV2Schema,
+} from "./backends/files-channel.js";
+export type { FilesRecord, FilesRecordUpdate } from "./backends/files-channel.js";
