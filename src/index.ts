@@ -61,3 +61,5 @@ export {
   FileDataV2Schema,
 } from "./backends/files-channel.js";
 export type { FilesRecord, FilesRecordUpdate } from "./backends/files-channel.js";
+export { FilesystemBackend } from "./backends/filesystem.js";
+export type { FilesystemBackendOptions } from "./backends/filesystem.js";

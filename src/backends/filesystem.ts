@@ -1,0 +1,455 @@
+/**
+ * FilesystemBackend: files on the real disk under a root directory (deepagents 1.14.1
+ * `FilesystemBackend`, same options, results and error strings), with these fixes:
+ *
+ * - virtual mode refuses `..` segments only (`report..final.md`, `[...slug]` work);
+ * - error messages name the caller's path, never the host path behind it;
+ * - virtual mode follows symlinks that stay in the root and refuses those that leave it,
+ *   for every operation (deepagents fails in-root symlink leaves with ELOOP);
+ * - glob has the one glob semantics of the project (createGlobMatcher), over our own walk;
+ * - grep returns the same results with or without ripgrep, and the JS search has a timeout;
+ * - writes and uploads are atomic (temporary file + rename), bytes round-trip exactly, a
+ *   text-named file that is not UTF-8 reads as binary instead of being corrupted, and
+ *   `maxFileSizeMb` applies to read, write, edit and upload.
+ *
+ * Non-virtual mode keeps deepagents' path rules: absolute paths are host paths, used as
+ * they are, with no containment at all. Use `virtualMode: true` for anything an agent drives.
+ */
+import fs from "node:fs/promises";
+import fsConstants from "node:fs";
+import path from "node:path";
+import {
+  EMPTY_CONTENT_WARNING,
+  applyGrepMaxCount,
+  countLines,
+  createGlobMatcher,
+  createGrepGlobFilter,
+  createWriteFileData,
+  decodeUtf8Strict,
+  fileDataToBytes,
+  getMimeType,
+  grepText,
+  isTextMimeType,
+  normalizeReadPagination,
+  paginateText,
+  performStringReplacement,
+  type BackendProtocolV2,
+  type DeleteResult,
+  type DirectoryMaker,
+  type EditResult,
+  type FileDownloadResponse,
+  type FileInfo,
+  type FileUploadResponse,
+  type GlobResult,
+  type GrepMatch,
+  type GrepResult,
+  type LsResult,
+  type ReadRawResult,
+  type ReadResult,
+  type Renamable,
+  type RenameResult,
+  type StatResult,
+  type Stattable,
+  type WriteResult,
+} from "../protocol/index.js";
+import { writeFileAtomic } from "./atomic-write.js";
+import { BackendPathError, describeFsError, errorCode, isMissing, toFileOperationError } from "./fs-errors.js";
+import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
+import { ripgrepSearch } from "./ripgrep.js";
+import { walkTree } from "./tree-walk.js";
+
+export interface FilesystemBackendOptions {
+  /** The root directory (virtual `/` in virtual mode). Default: `process.cwd()`. */
+  rootDir?: string;
+  /** Treat paths as virtual paths confined to rootDir. Default false (deepagents' default). */
+  virtualMode?: boolean;
+  /** Larger files are refused by read, write, edit and upload, and skipped by grep. Default 10. */
+  maxFileSizeMb?: number;
+  /** Use ripgrep for grep when it is on PATH (true), never (false), or this executable. */
+  ripgrep?: boolean | string;
+  /** Time limit of one grep, ripgrep or JS. Default 30 seconds. */
+  grepTimeoutSeconds?: number;
+}
+
+const DEFAULT_READ_LIMIT = 500;
+const OCTET_STREAM = "application/octet-stream";
+
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker {
+  protected readonly cwd: string;
+  protected readonly virtualMode: boolean;
+  protected readonly paths: PathResolver;
+  private readonly maxFileSizeBytes: number;
+  private readonly maxFileSizeMb: number;
+  private readonly ripgrepCommand: string | undefined;
+  private readonly grepTimeoutMs: number;
+
+  constructor(options: FilesystemBackendOptions = {}) {
+    const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30 } = options;
+    this.cwd = rootDir ? path.resolve(rootDir) : process.cwd();
+    this.virtualMode = virtualMode;
+    this.paths = new PathResolver(this.cwd, virtualMode);
+    this.maxFileSizeMb = maxFileSizeMb;
+    this.maxFileSizeBytes = maxFileSizeMb * 1024 * 1024;
+    this.ripgrepCommand = ripgrep === true ? "rg" : ripgrep === false ? undefined : ripgrep;
+    this.grepTimeoutMs = grepTimeoutSeconds * 1000;
+  }
+
+  async ls(dirPath: string): Promise<LsResult> {
+    try {
+      const base = await this.paths.resolve(dirPath, { followLeaf: true });
+      if (!(await fs.stat(base.hostPath)).isDirectory()) return { files: [] };
+      const entries = await fs.readdir(base.hostPath, { withFileTypes: true });
+      const infos = await Promise.all(
+        entries.map(async (entry): Promise<FileInfo | undefined> => {
+          const hostPath = path.join(base.hostPath, entry.name);
+          try {
+            if (entry.isSymbolicLink() && !(await this.paths.staysInside(hostPath))) return undefined;
+            const stat = await fs.stat(hostPath);
+            const shown = PathResolver.childShownPath(base, entry.name, this.virtualMode);
+            const modified_at = stat.mtime.toISOString();
+            if (stat.isFile()) return { path: shown, is_dir: false, size: stat.size, modified_at };
+            if (stat.isDirectory()) {
+              return { path: shown + (this.virtualMode ? "/" : path.sep), is_dir: true, size: 0, modified_at };
+            }
+          } catch {
+            // entries that cannot be stat'ed (dangling links, races) are not listed
+          }
+          return undefined;
+        }),
+      );
+      const files = infos.filter((info): info is FileInfo => info !== undefined);
+      files.sort((a, b) => a.path.localeCompare(b.path));
+      return { files };
+    } catch {
+      return { files: [] };
+    }
+  }
+
+  async read(filePath: string, offset: number = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
+    try {
+      const file = await this.readFileChecked(filePath);
+      if ("error" in file) return { error: file.error };
+      const mimeType = getMimeType(filePath);
+      if (!isTextMimeType(mimeType)) return { content: file.bytes, mimeType };
+      const text = decodeUtf8Strict(file.bytes);
+      if (text === undefined) return { content: file.bytes, mimeType: OCTET_STREAM };
+      if (text.trim() === "") return { content: EMPTY_CONTENT_WARNING, mimeType };
+      const page = normalizeReadPagination(offset, limit);
+      const totalLines = countLines(text.split("\n"));
+      if (page.offset >= totalLines) {
+        return { error: `Line offset ${page.offset} exceeds file length (${totalLines} lines)` };
+      }
+      return paginateText(text, mimeType, offset, limit);
+    } catch (error) {
+      return { error: `Error reading file '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  async readRaw(filePath: string): Promise<ReadRawResult> {
+    try {
+      const file = await this.readFileChecked(filePath);
+      if ("error" in file) return { error: file.error };
+      const times = { created_at: file.stat.ctime.toISOString(), modified_at: file.stat.mtime.toISOString() };
+      const mimeType = getMimeType(filePath);
+      const text = isTextMimeType(mimeType) ? decodeUtf8Strict(file.bytes) : undefined;
+      if (text !== undefined) return { data: { content: text, mimeType, ...times } };
+      return { data: { content: file.bytes, mimeType: isTextMimeType(mimeType) ? OCTET_STREAM : mimeType, ...times } };
+    } catch (error) {
+      if (isMissing(error)) return { error: `File '${filePath}' not found` };
+      return { error: `Error reading file '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  async write(filePath: string, content: string): Promise<WriteResult> {
+    try {
+      const target = await this.paths.resolve(filePath, { followLeaf: true });
+      const bytes = isTextMimeType(getMimeType(filePath))
+        ? Buffer.from(content, "utf8")
+        : fileDataToBytes(createWriteFileData(filePath, content));
+      if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
+      await writeFileAtomic(target.hostPath, bytes);
+      return { path: filePath, filesUpdate: null };
+    } catch (error) {
+      return { error: `Error writing file '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  async edit(filePath: string, oldString: string, newString: string, replaceAll: boolean = false): Promise<EditResult> {
+    try {
+      const file = await this.readFileChecked(filePath);
+      if ("error" in file) return { error: file.notFound ? `Error: ${file.error}` : file.error };
+      const text = decodeUtf8Strict(file.bytes);
+      if (text === undefined) return { error: `Error editing file '${filePath}': the file is not UTF-8 text` };
+      const replaced = performStringReplacement(text, oldString, newString, replaceAll);
+      if (typeof replaced === "string") return { error: replaced };
+      const [newContent, occurrences] = replaced;
+      const bytes = Buffer.from(newContent, "utf8");
+      if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
+      await writeFileAtomic(file.hostPath, bytes);
+      return { path: filePath, filesUpdate: null, occurrences };
+    } catch (error) {
+      return { error: `Error editing file '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  /** Files are unlinked, directories removed recursively, symlinks removed and not followed. */
+  async delete(filePath: string): Promise<DeleteResult> {
+    try {
+      const located = this.paths.locate(filePath);
+      if (this.virtualMode && located.shownPath === "/") {
+        // The virtual root itself stays; everything in it goes.
+        const realRoot = await fs.realpath(this.cwd);
+        const entries = await fs.readdir(realRoot);
+        await Promise.all(entries.map((name) => fs.rm(path.join(realRoot, name), { recursive: true })));
+        return { path: filePath, filesUpdate: null };
+      }
+      if (located.hostPath === path.parse(located.hostPath).root) {
+        return { error: `Error deleting '${filePath}': refusing to delete the filesystem root` };
+      }
+      const target = await this.paths.resolve(filePath, { followLeaf: false });
+      const stat = await fs.lstat(target.hostPath).catch(() => undefined);
+      if (!stat) return { error: `Error: '${filePath}' not found` };
+      if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
+      else await fs.unlink(target.hostPath);
+      return { path: filePath, filesUpdate: null };
+    } catch (error) {
+      return { error: `Error deleting '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  async grep(
+    pattern: string,
+    dirPath: string | null = "/",
+    glob: string | null = null,
+    maxCount: number | null = null,
+  ): Promise<GrepResult> {
+    let base: ResolvedPath;
+    let isFile: boolean;
+    try {
+      base = await this.resolveSearchBase(dirPath);
+      isFile = (await fs.stat(base.hostPath)).isFile();
+    } catch {
+      return { matches: [] };
+    }
+    const globFilter = createGrepGlobFilter(glob, base.shownPath);
+    const searched = (shown: string) => isTextMimeType(getMimeType(shown)) && (!globFilter || globFilter(shown));
+    const deadline = Date.now() + this.grepTimeoutMs;
+    const timedOut = {
+      error: `Error: grep timed out after ${this.grepTimeoutMs / 1000} seconds searching '${dirPath ?? "/"}'. Narrow the path or add a glob filter.`,
+    };
+
+    let matches: GrepMatch[] | undefined;
+    if (isFile) {
+      matches = [];
+      if (searched(base.shownPath)) await this.grepFile(base.hostPath, base.shownPath, pattern, matches);
+    } else if (this.ripgrepCommand && pattern !== "" && !pattern.includes("\n")) {
+      const outcome = await ripgrepSearch({
+        pattern,
+        directory: base.hostPath,
+        maxFileSizeBytes: this.maxFileSizeBytes,
+        timeoutMs: this.grepTimeoutMs,
+        command: this.ripgrepCommand,
+      });
+      if ("timedOut" in outcome) return timedOut;
+      if ("hits" in outcome) {
+        const prefix = base.hostPath.endsWith(path.sep) ? base.hostPath : base.hostPath + path.sep;
+        matches = [];
+        for (const hit of outcome.hits) {
+          if (!hit.hostPath.startsWith(prefix)) continue;
+          const shown = PathResolver.childShownPath(base, hit.hostPath.slice(prefix.length), this.virtualMode);
+          if (searched(shown)) matches.push({ path: shown, line: hit.line, text: hit.text });
+        }
+      }
+    }
+    if (matches === undefined) {
+      matches = [];
+      for await (const entry of walkTree(base.hostPath, { shouldStop: () => Date.now() > deadline })) {
+        if (Date.now() > deadline) return timedOut;
+        if (entry.isDir) continue;
+        const shown = PathResolver.childShownPath(base, entry.rel, this.virtualMode);
+        if (searched(shown)) await this.grepFile(entry.hostPath, shown, pattern, matches);
+      }
+      if (Date.now() > deadline) return timedOut;
+    }
+    matches.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.line - b.line));
+    return applyGrepMaxCount({ result: { matches }, maxCount });
+  }
+
+  async glob(pattern: string, searchPath: string = "/"): Promise<GlobResult> {
+    return { files: await this.globEntries(pattern, searchPath, false) };
+  }
+
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const responses: FileUploadResponse[] = [];
+    for (const [filePath, content] of files) {
+      try {
+        if (content.byteLength > this.maxFileSizeBytes) {
+          responses.push({ path: filePath, error: "invalid_path" });
+          continue;
+        }
+        const target = await this.paths.resolve(filePath, { followLeaf: true });
+        await writeFileAtomic(target.hostPath, content);
+        responses.push({ path: filePath, error: null });
+      } catch (error) {
+        responses.push({ path: filePath, error: toFileOperationError(error) });
+      }
+    }
+    return responses;
+  }
+
+  async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    const responses: FileDownloadResponse[] = [];
+    for (const filePath of paths) {
+      try {
+        const target = await this.paths.resolve(filePath, { followLeaf: true });
+        const content = new Uint8Array(await fs.readFile(target.hostPath));
+        responses.push({ path: filePath, content, error: null });
+      } catch (error) {
+        responses.push({ path: filePath, content: null, error: toFileOperationError(error) });
+      }
+    }
+    return responses;
+  }
+
+  // Optional capabilities (src/protocol/capabilities.ts).
+
+  /** rename(2): atomic, replaces an existing file at `to`, creates `to`'s parents. */
+  async rename(from: string, to: string): Promise<RenameResult> {
+    try {
+      const source = await this.paths.resolve(from, { followLeaf: false });
+      const target = await this.paths.resolve(to, { followLeaf: false });
+      if (this.virtualMode && (source.shownPath === "/" || target.shownPath === "/")) {
+        return { error: `Error renaming '${from}' to '${to}': the root directory cannot be renamed` };
+      }
+      if (!(await fs.lstat(source.hostPath).catch(() => undefined))) return { error: `Error: '${from}' not found` };
+      await fs.mkdir(path.dirname(target.hostPath), { recursive: true });
+      await fs.rename(source.hostPath, target.hostPath);
+      return { path: to };
+    } catch (error) {
+      return { error: `Error renaming '${from}' to '${to}': ${describeFsError(error)}` };
+    }
+  }
+
+  /** One entry, following an in-root symlink; a missing entry gives `{}`. */
+  async stat(filePath: string): Promise<StatResult> {
+    try {
+      const target = await this.paths.resolve(filePath, { followLeaf: true });
+      const stat = await fs.stat(target.hostPath);
+      const is_dir = stat.isDirectory();
+      const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
+      return {
+        stat: {
+          path: target.shownPath,
+          is_dir,
+          size: is_dir ? 0 : stat.size,
+          modified_at: stat.mtime.toISOString(),
+          created_at: created.toISOString(),
+          version: `${stat.mtimeMs}-${stat.size}-${stat.ino}`,
+        },
+      };
+    } catch (error) {
+      if (isMissing(error)) return {};
+      return { error: `Error reading '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
+  /** A real, empty directory (and its parents); an existing directory is fine. */
+  async mkdir(dirPath: string): Promise<{ error?: string }> {
+    try {
+      const target = await this.paths.resolve(dirPath, { followLeaf: true });
+      await fs.mkdir(target.hostPath, { recursive: true });
+      return {};
+    } catch (error) {
+      return { error: `Error creating directory '${dirPath}': ${describeFsError(error)}` };
+    }
+  }
+
+  // Shared with LocalShellBackend.
+
+  /**
+   * Entries under `searchPath` matching `pattern` (createGlobMatcher semantics), sorted.
+   * Symlinked files count as files, symlinked directories as directories (not descended).
+   */
+  protected async globEntries(pattern: string, searchPath: string, includeDirectories: boolean): Promise<FileInfo[]> {
+    let base: ResolvedPath;
+    try {
+      base = await this.resolveSearchBase(searchPath);
+      if (!(await fs.stat(base.hostPath)).isDirectory()) return [];
+    } catch {
+      return [];
+    }
+    // Non-virtual paths are host paths: the pattern is relative to the search directory.
+    const matches = this.virtualMode
+      ? createGlobMatcher(pattern, base.shownPath)
+      : createGlobMatcher(pattern.replace(/^\/+/, ""), "/");
+    const candidates: Array<{ hostPath: string; shown: string }> = [];
+    const walk = walkTree(base.hostPath, { symlinkKind: (hostPath) => this.symlinkKind(hostPath) });
+    for await (const entry of walk) {
+      if (entry.isDir && !includeDirectories) continue;
+      if (!matches(this.virtualMode ? PathResolver.childShownPath(base, entry.rel, true) : "/" + entry.rel)) continue;
+      candidates.push({ hostPath: entry.hostPath, shown: PathResolver.childShownPath(base, entry.rel, this.virtualMode) });
+    }
+    const infos = await Promise.all(
+      candidates.map(async ({ hostPath, shown }): Promise<FileInfo | undefined> => {
+        try {
+          const stat = await fs.stat(hostPath);
+          const is_dir = stat.isDirectory();
+          return { path: shown, is_dir, size: is_dir ? 0 : stat.size, modified_at: stat.mtime.toISOString() };
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    const files = infos.filter((info): info is FileInfo => info !== undefined);
+    files.sort((a, b) => a.path.localeCompare(b.path));
+    return files;
+  }
+
+  private async symlinkKind(hostPath: string): Promise<"file" | "dir" | undefined> {
+    try {
+      if (!(await this.paths.staysInside(hostPath))) return undefined;
+      const stat = await fs.stat(hostPath);
+      return stat.isDirectory() ? "dir" : stat.isFile() ? "file" : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Glob and grep search "/" as the root in both modes (deepagents' grep searched the host's /). */
+  private resolveSearchBase(searchPath: string | null | undefined): Promise<ResolvedPath> {
+    const isRoot = !searchPath || searchPath === "/";
+    return this.paths.resolve(isRoot ? (this.virtualMode ? "/" : ".") : searchPath, { followLeaf: true });
+  }
+
+  /** Reads a regular file under the size cap; errors for the caller's not-found and size cases. */
+  private async readFileChecked(
+    filePath: string,
+  ): Promise<{ error: string; notFound: boolean } | { bytes: Uint8Array; stat: fsConstants.Stats; hostPath: string }> {
+    const target = await this.paths.resolve(filePath, { followLeaf: true });
+    const stat = await fs.stat(target.hostPath);
+    if (!stat.isFile()) return { error: `File '${filePath}' not found`, notFound: true };
+    if (stat.size > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, stat.size), notFound: false };
+    // The leaf is resolved already; O_NOFOLLOW keeps a link swapped in meanwhile from being followed.
+    const handle = await fs.open(target.hostPath, fsConstants.constants.O_RDONLY | fsConstants.constants.O_NOFOLLOW);
+    try {
+      return { bytes: new Uint8Array(await handle.readFile()), stat, hostPath: target.hostPath };
+    } finally {
+      await handle.close();
+    }
+  }
+
+  private async grepFile(hostPath: string, shown: string, pattern: string, out: GrepMatch[]): Promise<void> {
+    try {
+      const stat = await fs.stat(hostPath);
+      if (!stat.isFile() || stat.size > this.maxFileSizeBytes) return;
+      // Lossy decoding, as ripgrep's lines are decoded, so both engines agree on any bytes.
+      grepText((await fs.readFile(hostPath)).toString("utf8"), pattern, shown, out);
+    } catch (error) {
+      if (errorCode(error) === undefined && !(error instanceof BackendPathError)) throw error;
+    }
+  }
+
+  private tooLarge(filePath: string, bytes: number): string {
+    return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
+  }
+}
