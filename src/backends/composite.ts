@@ -1,0 +1,510 @@
+/**
+ * CompositeBackend: routes each path to a backend by its longest matching route prefix
+ * (deepagents §5.6), e.g. `/memories/` to a store and everything else to agent state. The
+ * prefix is stripped on the way in and put back on every path that comes out.
+ *
+ * Beyond deepagents: segment-boundary route matching, implicit directories above nested
+ * routes, absolute glob patterns across routes, paths shadowed by a route hidden from the
+ * default backend's results, and the optional capabilities (rename, stat, sync,
+ * changesSince, watch, mkdir) forwarded or emulated.
+ */
+import {
+  adaptBackendProtocol,
+  adaptSandboxProtocol,
+  applyGrepMaxCount,
+  asDirectoryPrefix,
+  canMkdir,
+  canRename,
+  canStat,
+  canSync,
+  canTrackChanges,
+  canWatch,
+  isSandboxBackend,
+  isSandboxProtocol,
+  parentOf,
+  type AnyBackendProtocol,
+  type BackendProtocolV2,
+  type ChangeSet,
+  type DeleteResult,
+  type EditResult,
+  type ExecuteResponse,
+  type FileDownloadResponse,
+  type FileInfo,
+  type FileUploadResponse,
+  type GlobResult,
+  type GrepMatch,
+  type GrepResult,
+  type LsResult,
+  type ReadRawResult,
+  type ReadResult,
+  type RenameResult,
+  type StatResult,
+  type WriteResult,
+} from "../protocol/index.js";
+import { absolutePatternMatcher, rebaseAbsolutePattern } from "./rebase-pattern.js";
+import { moveAcrossBackends } from "./move.js";
+import { RouteTable, routingForm, withRoute, type Route } from "./route-table.js";
+
+/** Which backend serves a path (for `backendfs info`). `route` is null for the default. */
+export interface PathDescription {
+  route: string | null;
+  backend: BackendProtocolV2;
+  innerPath: string;
+}
+
+const NO_EXECUTION =
+  "Default backend doesn't support command execution (SandboxBackendProtocol). " +
+  "To enable execution, provide a default backend that implements SandboxBackendProtocol.";
+
+function adapt(backend: AnyBackendProtocol): BackendProtocolV2 {
+  return isSandboxProtocol(backend) ? adaptSandboxProtocol(backend) : adaptBackendProtocol(backend);
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** A directory entry's path without its trailing slash, for comparisons. */
+function entryPath(path: string): string {
+  return path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
+}
+
+function describeRoute(route: Route | null): string {
+  return route ? `mounted route '${route.prefix}'` : "default backend";
+}
+
+export class CompositeBackend implements BackendProtocolV2 {
+  private readonly table: RouteTable;
+  private readonly defaultBackend: BackendProtocolV2;
+
+  constructor(defaultBackend: AnyBackendProtocol, routes: Record<string, AnyBackendProtocol>) {
+    this.defaultBackend = adapt(defaultBackend);
+    const adapted: Record<string, BackendProtocolV2> = {};
+    for (const [key, backend] of Object.entries(routes)) adapted[key] = adapt(backend);
+    this.table = new RouteTable(this.defaultBackend, adapted);
+  }
+
+  /** The default backend's id when it is a sandbox, otherwise "". */
+  get id(): string {
+    return isSandboxBackend(this.defaultBackend) ? this.defaultBackend.id : "";
+  }
+
+  /** The normalized route prefixes (`/memories/`), in registration order. */
+  get routePrefixes(): string[] {
+    return this.table.routes.map((r) => r.prefix);
+  }
+
+  /** Duck-typed so that it also recognises adapted composites and other module copies. */
+  static isInstance(backend: unknown): backend is CompositeBackend {
+    return (
+      typeof backend === "object" &&
+      backend !== null &&
+      Array.isArray((backend as { routePrefixes?: unknown }).routePrefixes)
+    );
+  }
+
+  describePath(path: string): PathDescription {
+    const { route, backend, innerPath } = this.table.resolve(path);
+    return { route: route ? route.prefix : null, backend, innerPath };
+  }
+
+  execute(command: string): Promise<ExecuteResponse> {
+    if (!isSandboxBackend(this.defaultBackend)) throw new Error(NO_EXECUTION);
+    return Promise.resolve(this.defaultBackend.execute(command));
+  }
+
+  async ls(path: string): Promise<LsResult> {
+    const { route, backend, innerPath } = this.table.resolve(path);
+    const result = await backend.ls(innerPath);
+    if (result.error) return result;
+    const below = this.table.routesBelow(path);
+    if (!route && below.length === 0) return result; // the plain deepagents case, untouched
+
+    const entries = new Map<string, FileInfo>();
+    for (const info of result.files ?? []) {
+      const full = withRoute(route, info.path);
+      // A deeper route shadows whatever this backend has at that path.
+      if (this.table.isServedBy(entryPath(full), route)) entries.set(entryPath(full), { ...info, path: full });
+    }
+    // Each route below shows as the child directory of `path` that leads to it.
+    const dir = asDirectoryPrefix(routingForm(path));
+    for (const r of below) {
+      const child = dir + r.prefix.slice(dir.length).split("/")[0] + "/";
+      entries.set(entryPath(child), { path: child, is_dir: true, size: 0, modified_at: "" });
+    }
+    const files = [...entries.values()];
+    if (below.length > 0) files.sort((a, b) => a.path.localeCompare(b.path));
+    return { files };
+  }
+
+  async read(filePath: string, offset = 0, limit = 500): Promise<ReadResult> {
+    const { backend, innerPath } = this.table.resolve(filePath);
+    return await backend.read(innerPath, offset, limit);
+  }
+
+  async readRaw(filePath: string): Promise<ReadRawResult> {
+    const { backend, innerPath } = this.table.resolve(filePath);
+    return await backend.readRaw(innerPath);
+  }
+
+  /** `WriteResult.path` is the route-stripped path, as in deepagents. */
+  async write(filePath: string, content: string): Promise<WriteResult> {
+    const { backend, innerPath } = this.table.resolve(filePath);
+    return await backend.write(innerPath, content);
+  }
+
+  /** `EditResult.path` is the route-stripped path, as in deepagents. */
+  async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
+    const { backend, innerPath } = this.table.resolve(filePath);
+    return await backend.edit(innerPath, oldString, newString, replaceAll);
+  }
+
+  /**
+   * The backend serving `path` first, then every route mounted below it, each searched at
+   * its root with what is left of the `maxCount` budget; a spent budget stops the fan-out
+   * with `truncated`. Any error is returned at once.
+   */
+  async grep(
+    pattern: string,
+    path: string | null = "/",
+    glob: string | null = null,
+    maxCount: number | null = null,
+  ): Promise<GrepResult> {
+    const searchPath = path || "/";
+    const serving = this.table.resolve(searchPath);
+    const targets = [
+      { route: serving.route, backend: serving.backend, innerPath: serving.innerPath, dir: asDirectoryPrefix(routingForm(searchPath)) },
+      ...this.table.routesBelow(searchPath).map((r) => ({ route: r, backend: r.backend, innerPath: "/", dir: r.prefix })),
+    ];
+    const matches: GrepMatch[] = [];
+    let truncated = false;
+    for (const [i, target] of targets.entries()) {
+      const remaining = maxCount == null ? null : Math.max(maxCount - matches.length, 0);
+      if (remaining === 0 && i > 0) {
+        truncated = true;
+        break;
+      }
+      // An absolute glob filter names composite paths: rebase it, or filter afterwards.
+      let innerGlob = glob;
+      let keep: ((fullPath: string) => boolean) | undefined;
+      if (glob?.startsWith("/")) {
+        const rebased = rebaseAbsolutePattern(glob, target.dir);
+        if (rebased.kind === "none") continue;
+        // A relative glob without "/" would mean "basename at any depth": filter instead.
+        if (rebased.kind === "relative" && rebased.pattern.includes("/")) {
+          innerGlob = rebased.pattern;
+        } else {
+          innerGlob = null;
+          keep = absolutePatternMatcher(glob);
+        }
+      }
+      const result = await target.backend.grep(pattern, target.innerPath, innerGlob, keep ? null : remaining);
+      if (result.error) return result;
+      for (const m of result.matches ?? []) {
+        const full = withRoute(target.route, m.path);
+        if (!this.table.isServedBy(full, target.route)) continue;
+        if (keep && !keep(full)) continue;
+        matches.push(full === m.path ? m : { ...m, path: full });
+      }
+      truncated ||= result.truncated === true;
+    }
+    return applyGrepMaxCount({ result: truncated ? { matches, truncated } : { matches }, maxCount });
+  }
+
+  /**
+   * The backend serving `path`, then every route mounted below it (their errors skipped),
+   * merged and sorted by path. Absolute patterns are rebased for each backend.
+   */
+  async glob(pattern: string, path = "/"): Promise<GlobResult> {
+    const serving = this.table.resolve(path);
+    const below = this.table.routesBelow(path);
+    const first = await this.globOne(serving.route, serving.backend, serving.innerPath, asDirectoryPrefix(routingForm(path)), pattern);
+    if (first.error) return first;
+    if (below.length === 0 && !serving.route) return first; // the plain deepagents case
+    const files = [...(first.files ?? [])];
+    let truncated = first.truncated === true;
+    for (const r of below) {
+      const result = await this.globOne(r, r.backend, "/", r.prefix, pattern);
+      if (result.error) continue;
+      for (const info of result.files ?? []) files.push(info);
+      truncated ||= result.truncated === true;
+    }
+    if (below.length > 0) files.sort((a, b) => a.path.localeCompare(b.path));
+    return truncated ? { files, truncated } : { files };
+  }
+
+  /** One backend's glob, with paths put back in composite form and shadowed ones dropped. */
+  private async globOne(
+    route: Route | null,
+    backend: BackendProtocolV2,
+    innerPath: string,
+    dir: string,
+    pattern: string,
+  ): Promise<GlobResult> {
+    let innerPattern = pattern;
+    let keep: ((fullPath: string) => boolean) | undefined;
+    if (pattern.startsWith("/")) {
+      const rebased = rebaseAbsolutePattern(pattern, dir);
+      if (rebased.kind === "none") return { files: [] };
+      if (rebased.kind === "relative") innerPattern = rebased.pattern;
+      else {
+        innerPattern = "**";
+        keep = rebased.matches;
+      }
+    }
+    const result = await backend.glob(innerPattern, innerPath);
+    if (result.error || (!route && !keep && this.table.routes.length === 0)) return result;
+    const files: FileInfo[] = [];
+    for (const info of result.files ?? []) {
+      const full = withRoute(route, info.path);
+      if (!this.table.isServedBy(entryPath(full), route)) continue;
+      if (keep && !keep(entryPath(full))) continue;
+      files.push(full === info.path ? info : { ...info, path: full });
+    }
+    return result.truncated ? { files, truncated: true } : { files };
+  }
+
+  /**
+   * Deletes in the backend serving `path`, then in every route mounted below it (at its
+   * root), sequentially. "Not found" is tolerated; any other failure stops the fan-out and
+   * says that the deletion may be partial (earlier backends cannot be rolled back).
+   */
+  async delete(filePath: string): Promise<DeleteResult> {
+    const serving = this.table.resolve(filePath);
+    const targets = [
+      { route: serving.route, backend: serving.backend, key: serving.innerPath },
+      ...this.table.routesBelow(filePath)
+        .sort((a, b) => b.prefix.length - a.prefix.length)
+        .map((r) => ({ route: r as Route | null, backend: r.backend, key: "/" })),
+    ];
+    for (const t of targets) {
+      if (!t.backend.delete) {
+        return { error: `Error: deletion is not available for '${filePath}' on ${describeRoute(t.route)}.` };
+      }
+    }
+    if (targets.length === 1) {
+      const result = await targets[0].backend.delete!(targets[0].key);
+      return this.restoreDeleteResult(result, filePath, targets[0].route);
+    }
+
+    const filesUpdate: Record<string, null> = {};
+    let sawUpdate = false;
+    let sawNullUpdate = false;
+    let completed = 0;
+    let firstNotFound: DeleteResult | undefined;
+    for (const t of targets) {
+      let result: DeleteResult;
+      try {
+        result = await t.backend.delete!(t.key);
+      } catch (error) {
+        return { error: this.partialDeleteError(filePath, errorMessage(error), completed) };
+      }
+      if (result.error) {
+        if (/not found/i.test(result.error)) {
+          firstNotFound ??= result;
+          continue;
+        }
+        return { error: this.partialDeleteError(filePath, result.error, completed) };
+      }
+      completed += 1;
+      if (result.filesUpdate === null) sawNullUpdate = true;
+      else if (result.filesUpdate) {
+        sawUpdate = true;
+        for (const key of Object.keys(result.filesUpdate)) filesUpdate[withRoute(t.route, key)] = null;
+      }
+    }
+    if (completed === 0) return firstNotFound ?? { error: `Error: File '${filePath}' not found` };
+    if (sawUpdate) return { path: filePath, filesUpdate };
+    if (sawNullUpdate) return { path: filePath, filesUpdate: null };
+    return { path: filePath };
+  }
+
+  private partialDeleteError(filePath: string, cause: string, completed: number): string {
+    return (
+      `Error deleting '${filePath}': ${cause}. Deletion may be partial; ` +
+      `${completed} earlier backend(s) completed and remaining backends were not attempted.`
+    );
+  }
+
+  private restoreDeleteResult(result: DeleteResult, filePath: string, route: Route | null): DeleteResult {
+    const restored = { ...result };
+    if (result.path !== undefined) restored.path = filePath;
+    if (route && result.filesUpdate) {
+      restored.filesUpdate = Object.fromEntries(Object.keys(result.filesUpdate).map((k) => [withRoute(route, k), null]));
+    }
+    return restored;
+  }
+
+  /** Batched per backend, one call each, answers in the order of `files`. */
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const results = new Array<FileUploadResponse>(files.length);
+    for (const [backend, batch] of this.batchByBackend(files.map(([p]) => p))) {
+      if (!backend.uploadFiles) throw new Error("Backend does not support uploadFiles");
+      const responses = await backend.uploadFiles(batch.map(({ index, innerPath }) => [innerPath, files[index][1]]));
+      batch.forEach(({ index }, i) => {
+        results[index] = { path: files[index][0], error: responses[i]?.error ?? null };
+      });
+    }
+    return results;
+  }
+
+  /** Batched per backend, one call each, answers in the order of `paths`. */
+  async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    const results = new Array<FileDownloadResponse>(paths.length);
+    for (const [backend, batch] of this.batchByBackend(paths)) {
+      if (!backend.downloadFiles) throw new Error("Backend does not support downloadFiles");
+      const responses = await backend.downloadFiles(batch.map((b) => b.innerPath));
+      batch.forEach(({ index }, i) => {
+        results[index] = { path: paths[index], content: responses[i]?.content ?? null, error: responses[i]?.error ?? null };
+      });
+    }
+    return results;
+  }
+
+  private batchByBackend(paths: string[]): Map<BackendProtocolV2, Array<{ index: number; innerPath: string }>> {
+    const batches = new Map<BackendProtocolV2, Array<{ index: number; innerPath: string }>>();
+    paths.forEach((path, index) => {
+      const { backend, innerPath } = this.table.resolve(path);
+      const batch = batches.get(backend) ?? [];
+      batch.push({ index, innerPath });
+      batches.set(backend, batch);
+    });
+    return batches;
+  }
+
+  // ---- optional capabilities ----
+
+  /**
+   * Within one backend that can rename: its own (atomic where it is) rename. Otherwise
+   * (across routes, or a backend without rename): copy, then delete the source. That is
+   * NOT atomic; on any failure the source is left in place and an error is returned.
+   */
+  async rename(from: string, to: string): Promise<RenameResult> {
+    for (const p of [from, to]) {
+      if (this.table.isImplicitDirectory(p)) return { error: `Error: cannot rename mount point or route parent '${p}'` };
+    }
+    if (this.table.routesBelow(from).length > 0) {
+      return { error: `Error: cannot rename '${from}': routes are mounted below it` };
+    }
+    const source = this.table.resolve(from);
+    const target = this.table.resolve(to);
+    if (source.backend === target.backend && canRename(source.backend)) {
+      const result = await source.backend.rename(source.innerPath, target.innerPath);
+      return result.error ? result : { path: to };
+    }
+    const result = await moveAcrossBackends(source, target);
+    return result.error ? result : { path: to };
+  }
+
+  /** Mount points and the directories above routes are directories; the rest is forwarded. */
+  async stat(path: string): Promise<StatResult> {
+    const p = routingForm(path);
+    const { route, backend, innerPath } = this.table.resolve(path);
+    if (this.table.isImplicitDirectory(p) && !(route && route.root === p && canStat(backend))) {
+      return { stat: { path: p, is_dir: true, size: 0, modified_at: "" } };
+    }
+    if (canStat(backend)) {
+      const result = await backend.stat(innerPath);
+      return result.stat ? { stat: { ...result.stat, path: p } } : result;
+    }
+    return await this.statFromListing(backend, innerPath, p);
+  }
+
+  /**
+   * For backends without `stat`: find the entry in its parent's listing. `size` is then
+   * what `ls` reports (UTF-16 units for State/Store text), not always bytes.
+   */
+  private async statFromListing(backend: BackendProtocolV2, innerPath: string, fullPath: string): Promise<StatResult> {
+    const inner = entryPath(routingForm(innerPath));
+    if (inner === "/") return { stat: { path: fullPath, is_dir: true, size: 0, modified_at: "" } };
+    const listing = await backend.ls(parentOf(inner));
+    if (listing.error) return { error: listing.error };
+    const entry = (listing.files ?? []).find((f) => entryPath(f.path) === inner);
+    if (!entry) return {};
+    const isDir = entry.is_dir === true || entry.path.endsWith("/");
+    return {
+      stat: { path: fullPath, is_dir: isDir, size: isDir ? 0 : (entry.size ?? 0), modified_at: entry.modified_at ?? "" },
+    };
+  }
+
+  private allBackends(): Array<{ route: Route | null; backend: BackendProtocolV2 }> {
+    return [{ route: null, backend: this.defaultBackend }, ...this.table.routes.map((r) => ({ route: r, backend: r.backend }))];
+  }
+
+  /** A durability barrier over every backend that has one; all are tried, errors joined. */
+  async sync(): Promise<{ error?: string }> {
+    const errors: string[] = [];
+    for (const { route, backend } of this.allBackends()) {
+      if (!canSync(backend)) continue;
+      try {
+        const result = await backend.sync();
+        if (result.error) errors.push(`${describeRoute(route)}: ${result.error}`);
+      } catch (error) {
+        errors.push(`${describeRoute(route)}: ${errorMessage(error)}`);
+      }
+    }
+    return errors.length > 0 ? { error: errors.join("; ") } : {};
+  }
+
+  /**
+   * One token for all backends: a JSON object of each backend's own token, keyed by route
+   * prefix ("" for the default). A backend that cannot track changes makes the answer "all".
+   */
+  async changesSince(token: string | null): Promise<ChangeSet> {
+    let previous: Record<string, string | null> = {};
+    if (token) {
+      try {
+        previous = JSON.parse(token) as Record<string, string | null>;
+      } catch {
+        previous = {};
+      }
+    }
+    const next: Record<string, string | null> = {};
+    const changed: string[] = [];
+    let all = false;
+    for (const { route, backend } of this.allBackends()) {
+      const key = route ? route.prefix : "";
+      if (!canTrackChanges(backend)) {
+        all = true;
+        next[key] = null;
+        continue;
+      }
+      const set = await backend.changesSince(previous[key] ?? null);
+      next[key] = set.token;
+      if (set.changed === "all") all = true;
+      else for (const p of set.changed) changed.push(withRoute(route, p));
+    }
+    return { token: JSON.stringify(next), changed: all ? "all" : changed };
+  }
+
+  /** Subscribes to every backend with a change feed; paths come back in composite form. */
+  watch(onChange: (changed: string[] | "all") => void): () => void {
+    const stops: Array<() => void> = [];
+    for (const { route, backend } of this.allBackends()) {
+      if (!canWatch(backend)) continue;
+      stops.push(backend.watch((changed) => onChange(changed === "all" ? "all" : changed.map((p) => withRoute(route, p)))));
+    }
+    return () => stops.forEach((stop) => stop());
+  }
+
+  /**
+   * Forwarded to the serving backend when it has real directories. Key-value backends have
+   * none; for them this returns an error and the caller (the vfs) keeps the directory itself.
+   */
+  async mkdir(path: string): Promise<{ error?: string }> {
+    if (this.table.isImplicitDirectory(path)) return { error: `Error: '${path}' already exists` };
+    const { route, backend, innerPath } = this.table.resolve(path);
+    if (!canMkdir(backend)) {
+      return { error: `Error: mkdir is not supported for '${path}' on ${describeRoute(route)}.` };
+    }
+    return await backend.mkdir(innerPath);
+  }
+
+  /** Closes every backend that can be closed. */
+  async close(): Promise<void> {
+    for (const { backend } of this.allBackends()) {
+      const close = (backend as { close?: () => unknown }).close;
+      if (typeof close === "function") await close.call(backend);
+    }
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * The base for policy wrappers: a backend that forwards every protocol method and every
+ * optional capability to the backend it wraps, asking `check` before each operation and
+ * telling `record` its outcome. A subclass overrides those two hooks (and, where it must
+ * reshape results, single methods). See deny-prefixes.ts, audit-log.ts and rate-limit.ts.
+ *
+ * The wrapper has exactly the optional methods of the wrapped backend (delete, uploadFiles,
+ * rename, stat, ...), keeps a sandbox's `execute` and `id`, and a composite's
+ * `routePrefixes`, so capability detection sees through it.
+ */
+import {
+  adaptBackendProtocol,
+  adaptSandboxProtocol,
+  isSandboxProtocol,
+  type AnyBackendProtocol,
+  type BackendProtocolV2,
+  type ChangeSet,
+  type DeleteResult,
+  type EditResult,
+  type ExecuteResponse,
+  type FileDownloadResponse,
+  type FileUploadResponse,
+  type GlobResult,
+  type GrepResult,
+  type LsResult,
+  type ReadRawResult,
+  type ReadResult,
+  type RenameResult,
+  type SandboxBackendProtocolV2,
+  type StatResult,
+  type WriteResult,
+} from "../protocol/index.js";
+
+export type OperationName =
+  | "ls" | "read" | "readRaw" | "glob" | "grep" | "downloadFiles" | "stat"
+  | "write" | "edit" | "delete" | "uploadFiles" | "rename" | "mkdir"
+  | "execute";
+
+export type Access = "read" | "write" | "execute";
+
+const ACCESS: Record<OperationName, Access> = {
+  ls: "read", read: "read", readRaw: "read", glob: "read", grep: "read", downloadFiles: "read", stat: "read",
+  write: "write", edit: "write", delete: "write", uploadFiles: "write", rename: "write", mkdir: "write",
+  execute: "execute",
+};
+
+/** One operation as the hooks see it. Batch operations are checked file by file. */
+export interface Operation {
+  name: OperationName;
+  access: Access;
+  /** The paths it touches, as the caller gave them (rename: [from, to]; execute: []). */
+  paths: string[];
+  /** The command, for execute. */
+  command?: string;
+}
+
+export type Outcome = { ok: true } | { ok: false; error: string };
+
+type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
+
+/** Optional methods that exist on the wrapper only when the wrapped backend has them. */
+const OPTIONAL = ["delete", "uploadFiles", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute"] as const;
+
+function outcomeOf(result: unknown): Outcome {
+  const error = (result as { error?: unknown } | null)?.error;
+  return typeof error === "string" && error !== "" ? { ok: false, error } : { ok: true };
+}
+
+export abstract class PolicyBackend implements BackendProtocolV2 {
+  protected readonly inner: Inner;
+
+  constructor(backend: AnyBackendProtocol) {
+    this.inner = isSandboxProtocol(backend) ? adaptSandboxProtocol(backend) : adaptBackendProtocol(backend);
+    for (const name of OPTIONAL) {
+      if (typeof (this.inner as unknown as Record<string, unknown>)[name] !== "function") {
+        Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
+      }
+    }
+    const routePrefixes = (this.inner as { routePrefixes?: unknown }).routePrefixes;
+    if (Array.isArray(routePrefixes)) {
+      Object.defineProperty(this, "routePrefixes", { get: () => routePrefixes, enumerable: true, configurable: true });
+    }
+  }
+
+  /** The wrapped sandbox's id, or "" (not a sandbox). */
+  get id(): string {
+    return typeof this.inner.id === "string" ? this.inner.id : "";
+  }
+
+  /** Return an error message to refuse the operation; undefined lets it through. */
+  protected check(_op: Operation): string | undefined | Promise<string | undefined> {
+    return undefined;
+  }
+
+  /** Told the outcome of every operation that was let through or refused. */
+  protected record(_op: Operation, _outcome: Outcome): void {}
+
+  protected operation(name: OperationName, paths: string[], command?: string): Operation {
+    return command === undefined ? { name, access: ACCESS[name], paths } : { name, access: ACCESS[name], paths, command };
+  }
+
+  /** Check, call, record. A refusal becomes `refuse(message)`; a throw is recorded and rethrown. */
+  protected async guarded<R>(op: Operation, refuse: (error: string) => R, call: () => R | Promise<R>): Promise<R> {
+    const denied = await this.check(op);
+    if (denied !== undefined) {
+      this.record(op, { ok: false, error: denied });
+      return refuse(denied);
+    }
+    try {
+      const result = await call();
+      this.record(op, outcomeOf(result));
+      return result;
+    } catch (error) {
+      this.record(op, { ok: false, error: error instanceof Error ? error.message : String(error) });
+      throw error;
+    }
+  }
+
+  /** Calls an optional method of the wrapped backend (only reachable when it exists). */
+  private forward(name: (typeof OPTIONAL)[number], ...args: unknown[]): unknown {
+    const method = (this.inner as unknown as Record<string, (...a: unknown[]) => unknown>)[name];
+    return method.apply(this.inner, args);
+  }
+
+  ls(path: string): Promise<LsResult> {
+    return this.guarded(this.operation("ls", [path]), (error) => ({ error }), () => this.inner.ls(path));
+  }
+
+  read(filePath: string, offset?: number, limit?: number): Promise<ReadResult> {
+    return this.guarded(this.operation("read", [filePath]), (error) => ({ error }), () => this.inner.read(filePath, offset, limit));
+  }
+
+  readRaw(filePath: string): Promise<ReadRawResult> {
+    return this.guarded(this.operation("readRaw", [filePath]), (error) => ({ error }), () => this.inner.readRaw(filePath));
+  }
+
+  grep(pattern: string, path: string | null = "/", glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
+    return this.guarded(
+      this.operation("grep", [path || "/"]),
+      (error) => ({ error }),
+      () => this.inner.grep(pattern, path, glob, maxCount),
+    );
+  }
+
+  glob(pattern: string, path = "/"): Promise<GlobResult> {
+    return this.guarded(this.operation("glob", [path]), (error) => ({ error }), () => this.inner.glob(pattern, path));
+  }
+
+  write(filePath: string, content: string): Promise<WriteResult> {
+    return this.guarded(this.operation("write", [filePath]), (error) => ({ error }), () => this.inner.write(filePath, content));
+  }
+
+  edit(filePath: string, oldString: string, newString: string, replaceAll?: boolean): Promise<EditResult> {
+    return this.guarded(
+      this.operation("edit", [filePath]),
+      (error) => ({ error }),
+      () => this.inner.edit(filePath, oldString, newString, replaceAll),
+    );
+  }
+
+  delete(filePath: string): Promise<DeleteResult> {
+    return this.guarded(this.operation("delete", [filePath]), (error) => ({ error }), () => this.inner.delete!(filePath));
+  }
+
+  /** Each file is checked on its own; refused files get `permission_denied`, the rest go in one batch. */
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const results = new Array<FileUploadResponse>(files.length);
+    const allowed: number[] = [];
+    for (const [i, [path]] of files.entries()) {
+      const op = this.operation("uploadFiles", [path]);
+      const denied = await this.check(op);
+      if (denied === undefined) allowed.push(i);
+      else {
+        this.record(op, { ok: false, error: denied });
+        results[i] = { path, error: this.refusedFileError(denied) };
+      }
+    }
+    if (allowed.length > 0) {
+      const responses = await this.inner.uploadFiles!(allowed.map((i) => files[i]));
+      allowed.forEach((i, k) => {
+        const error = responses[k]?.error ?? null;
+        this.record(this.operation("uploadFiles", [files[i][0]]), error ? { ok: false, error } : { ok: true });
+        results[i] = { path: files[i][0], error };
+      });
+    }
+    return results;
+  }
+
+  async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    const results = new Array<FileDownloadResponse>(paths.length);
+    const allowed: number[] = [];
+    for (const [i, path] of paths.entries()) {
+      const op = this.operation("downloadFiles", [path]);
+      const denied = await this.check(op);
+      if (denied === undefined) allowed.push(i);
+      else {
+        this.record(op, { ok: false, error: denied });
+        results[i] = { path, content: null, error: this.refusedFileError(denied) };
+      }
+    }
+    if (allowed.length > 0) {
+      const responses = await this.inner.downloadFiles!(allowed.map((i) => paths[i]));
+      allowed.forEach((i, k) => {
+        const error = responses[k]?.error ?? null;
+        this.record(this.operation("downloadFiles", [paths[i]]), error ? { ok: false, error } : { ok: true });
+        results[i] = { path: paths[i], content: responses[k]?.content ?? null, error };
+      });
+    }
+    return results;
+  }
+
+  /** The per-file error code for a refused upload/download. */
+  protected refusedFileError(_message: string): FileUploadResponse["error"] {
+    return "permission_denied";
+  }
+
+  /** A refused command reports the message as its output, exit code 1. */
+  execute(command: string): Promise<ExecuteResponse> {
+    return this.guarded(
+      this.operation("execute", [], command),
+      (error): ExecuteResponse => ({ output: error, exitCode: 1, truncated: false }),
+      () => this.inner.execute!(command),
+    );
+  }
+
+  // ---- optional capabilities (present only when the wrapped backend has them) ----
+
+  rename(from: string, to: string): Promise<RenameResult> {
+    return this.guarded(
+      this.operation("rename", [from, to]),
+      (error) => ({ error }),
+      () => this.forward("rename", from, to) as Promise<RenameResult>,
+    );
+  }
+
+  stat(path: string): Promise<StatResult> {
+    return this.guarded(this.operation("stat", [path]), (error) => ({ error }), () => this.forward("stat", path) as Promise<StatResult>);
+  }
+
+  mkdir(path: string): Promise<{ error?: string }> {
+    return this.guarded(
+      this.operation("mkdir", [path]),
+      (error) => ({ error }),
+      () => this.forward("mkdir", path) as Promise<{ error?: string }>,
+    );
+  }
+
+  /** Not path operations: forwarded unchecked. */
+  sync(): Promise<{ error?: string }> {
+    return Promise.resolve(this.forward("sync") as { error?: string });
+  }
+
+  changesSince(token: string | null): Promise<ChangeSet> {
+    return Promise.resolve(this.forward("changesSince", token) as ChangeSet);
+  }
+
+  watch(onChange: (changed: string[] | "all") => void): () => void {
+    return this.forward("watch", onChange) as () => void;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve(this.forward("close") as void);
+  }
+}
