@@ -63,3 +63,29 @@ export {
 export type { FilesRecord, FilesRecordUpdate } from "./backends/files-channel.js";
 export { FilesystemBackend } from "./backends/filesystem.js";
 export type { FilesystemBackendOptions } from "./backends/filesystem.js";
+export { CompositeBackend } from "./backends/composite.js";
+export type { PathDescription } from "./backends/composite.js";
+export {
+  PermissionsBackend,
+  PolicyBackend,
+  DenyPrefixesBackend,
+  AuditLogBackend,
+  RateLimitBackend,
+  EXECUTION_WITH_PERMISSIONS_ERROR,
+  validatePermissionPath,
+  decidePathAccess,
+  findDeleteDenyPatterns,
+} from "./policy/index.js";
+export type {
+  FilesystemPermission,
+  FilesystemOperation,
+  PermissionMode,
+  PermissionsOptions,
+  Operation,
+  OperationName,
+  Outcome,
+  Access,
+  DenyPrefixesOptions,
+  AuditEvent,
+  RateLimitOptions,
+} from "./policy/index.js";
