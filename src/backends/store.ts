@@ -1,0 +1,427 @@
+/**
+ * StoreBackend: files in a LangGraph BaseStore (deepagents 1.14.1 semantics), one item per
+ * file: key = normalized path, value = FileData (`{content, mimeType?, created_at,
+ * modified_at}`). The file logic is the shared files-map code; this class loads the items
+ * it needs into a map, calls it and writes the planned update back in one `store.batch`.
+ *
+ * Difference from deepagents: ls, grep, glob, delete and rename see only the backend's
+ * exact namespace. (`BaseStore.search` is a prefix search, so deepagents also lists items of
+ * sub-namespaces that `read` then cannot find.)
+ */
+import { getConfig, getCurrentTaskInput, getStore as getGraphStore } from "@langchain/langgraph";
+import type { BaseStore, Item, Operation } from "@langchain/langgraph-checkpoint";
+import {
+  downloadFromFiles,
+  fileDataVersion,
+  fileStatOf,
+  globFiles,
+  grepFiles,
+  listFiles,
+  planDelete,
+  planEdit,
+  planRename,
+  planUpload,
+  planWrite,
+  readFile,
+  readRawFile,
+  checkVirtualPath,
+  isPathWithin,
+  DEFAULT_READ_LIMIT,
+  type BackendOptions,
+  type BackendProtocolV2,
+  type ChangeSet,
+  type ChangeTracking,
+  type DeleteResult,
+  type EditResult,
+  type FileData,
+  type FileDownloadResponse,
+  type FileFormat,
+  type FileUploadResponse,
+  type FilesMap,
+  type FilesUpdate,
+  type GlobResult,
+  type GrepResult,
+  type LsResult,
+  type ReadRawResult,
+  type ReadResult,
+  type Renamable,
+  type RenameResult,
+  type StateAndStore,
+  type StatResult,
+  type Stattable,
+  type WriteResult,
+} from "../protocol/index.js";
+import { validateNamespace } from "./store-namespace.js";
+
+export { validateNamespace } from "./store-namespace.js";
+
+export interface StoreBackendContext<StateT = unknown> {
+  state: StateT;
+  config?: { metadata?: Record<string, unknown>; configurable?: Record<string, unknown> };
+  assistantId?: string;
+}
+
+export type StoreBackendNamespaceFactory<StateT = unknown> = (context: StoreBackendContext<StateT>) => string[];
+
+export interface StoreBackendOptions<StateT = unknown> extends BackendOptions {
+  /** The store to use; otherwise the legacy runtime's store, then the running graph's. */
+  store?: BaseStore;
+  /** A static namespace (validated now) or a factory (validated per call). */
+  namespace?: string[] | StoreBackendNamespaceFactory<StateT>;
+}
+
+/**
+ * Items per `store.search` page. InMemoryStore copies every candidate item on each search
+ * call, so small pages cost O(n²): on 10,000 items, pages of 100 take ~30x longer than
+ * pages of 5,000 (measured in test/unit/store.test.ts's benchmark note).
+ */
+export const STORE_SEARCH_PAGE_SIZE = 5000;
+
+type Config = NonNullable<StoreBackendContext["config"]>;
+
+function recordOf(value: unknown): Record<string, unknown> | undefined {
+  return value != null && typeof value === "object" ? (value as Record<string, unknown>) : undefined;
+}
+
+function assistantIdIn(record: Record<string, unknown> | undefined): string | undefined {
+  const id = record?.["assistant_id"] ?? record?.["assistantId"];
+  return typeof id === "string" && id.length > 0 ? id : undefined;
+}
+
+function isSameNamespace(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((part, i) => part === b[i]);
+}
+
+/** The item's value as FileData, or undefined when it is not one (such items are skipped). */
+function fileDataOf(item: Item): FileData | undefined {
+  const value = item.value as Record<string, unknown> | null | undefined;
+  if (!value) return undefined;
+  const content = value["content"];
+  const validContent = Array.isArray(content) || typeof content === "string" || ArrayBuffer.isView(content);
+  if (!validContent || typeof value["created_at"] !== "string" || typeof value["modified_at"] !== "string") {
+    return undefined;
+  }
+  return value as unknown as FileData;
+}
+
+function invalidItemError(item: Item): string {
+  return `Store item does not contain valid FileData fields. Got keys: ${Object.keys(item.value ?? {}).join(", ")}`;
+}
+
+function messageOf(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === "string" ? message : String(error);
+}
+
+/** The value stored for a file: exactly the FileData fields (v1 has no mimeType). */
+function storeValueOf(data: FileData): Record<string, unknown> {
+  return "mimeType" in data
+    ? { content: data.content, mimeType: data.mimeType, created_at: data.created_at, modified_at: data.modified_at }
+    : { content: data.content, created_at: data.created_at, modified_at: data.modified_at };
+}
+
+export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, ChangeTracking {
+  private readonly stateAndStore: StateAndStore | undefined;
+  private readonly storeOverride: BaseStore | undefined;
+  private readonly namespaceOption: string[] | StoreBackendNamespaceFactory | undefined;
+  private readonly fileFormat: FileFormat;
+
+  constructor(options?: StoreBackendOptions);
+  /** @deprecated Pass options only; the store and config come from the running graph or `options.store`. */
+  constructor(stateAndStore: StateAndStore, options?: StoreBackendOptions);
+  constructor(stateAndStoreOrOptions?: StateAndStore | StoreBackendOptions, options?: StoreBackendOptions) {
+    let opts: StoreBackendOptions | undefined;
+    if (stateAndStoreOrOptions != null && typeof stateAndStoreOrOptions === "object" && "state" in stateAndStoreOrOptions) {
+      this.stateAndStore = stateAndStoreOrOptions as StateAndStore;
+      opts = options;
+    } else {
+      this.stateAndStore = undefined;
+      opts = stateAndStoreOrOptions as StoreBackendOptions | undefined;
+    }
+    this.namespaceOption = Array.isArray(opts?.namespace) ? validateNamespace(opts.namespace) : opts?.namespace;
+    this.storeOverride = opts?.store;
+    this.fileFormat = opts?.fileFormat ?? "v2";
+  }
+
+  /** Legacy runtime store, then `options.store`, then the running graph's store; else throws. */
+  private getStore(): BaseStore {
+    if (this.stateAndStore) {
+      const store = this.stateAndStore.store as BaseStore | undefined;
+      if (!store) throw new Error("Store is required but not available in runtime");
+      return store;
+    }
+    if (this.storeOverride) return this.storeOverride;
+    let store: BaseStore | undefined;
+    try {
+      store = getGraphStore();
+    } catch {
+      store = undefined;
+    }
+    if (!store) {
+      throw new Error(
+        "Store is required but not available in LangGraph execution context. Ensure the graph was configured with a store.",
+      );
+    }
+    return store;
+  }
+
+  private getState(): unknown {
+    if (this.stateAndStore) return this.stateAndStore.state;
+    try {
+      return getCurrentTaskInput();
+    } catch {
+      return undefined;
+    }
+  }
+
+  private getNamespaceConfig(): Config | undefined {
+    let config = recordOf((this.stateAndStore as { config?: unknown } | undefined)?.config);
+    if (!config) {
+      try {
+        config = recordOf(getConfig());
+      } catch {
+        config = undefined;
+      }
+    }
+    if (!config) return undefined;
+    return { metadata: recordOf(config["metadata"]), configurable: recordOf(config["configurable"]) };
+  }
+
+  private getAssistantId(): string | undefined {
+    const config = this.getNamespaceConfig();
+    return (
+      assistantIdIn(config?.metadata) ??
+      assistantIdIn(config?.configurable) ??
+      assistantIdIn(this.stateAndStore as Record<string, unknown> | undefined)
+    );
+  }
+
+  /** Static namespace, factory result, `[assistantId, "filesystem"]`, or `["filesystem"]`. */
+  protected getNamespace(): string[] {
+    if (Array.isArray(this.namespaceOption)) return this.namespaceOption;
+    if (this.namespaceOption) {
+      return validateNamespace(
+        this.namespaceOption({ state: this.getState(), config: this.getNamespaceConfig(), assistantId: this.getAssistantId() }),
+      );
+    }
+    const assistantId = this.getAssistantId();
+    return assistantId ? [assistantId, "filesystem"] : ["filesystem"];
+  }
+
+  /** Every item of exactly this namespace (sub-namespaces excluded), paged through search. */
+  private async listItems(store: BaseStore, namespace: string[]): Promise<Item[]> {
+    const items: Item[] = [];
+    for (let offset = 0; ; offset += STORE_SEARCH_PAGE_SIZE) {
+      const page = await store.search(namespace, { limit: STORE_SEARCH_PAGE_SIZE, offset });
+      for (const item of page) if (isSameNamespace(item.namespace, namespace)) items.push(item);
+      if (page.length < STORE_SEARCH_PAGE_SIZE) return items;
+    }
+  }
+
+  /** The namespace's files as a map; invalid items are skipped. */
+  private async loadFiles(store: BaseStore, namespace: string[]): Promise<FilesMap> {
+    const files: FilesMap = Object.create(null) as FilesMap;
+    for (const item of await this.listItems(store, namespace)) {
+      const data = fileDataOf(item);
+      if (data) files[item.key] = data;
+    }
+    return files;
+  }
+
+  /** The items at the given keys (missing and invalid ones left out), in one batch. */
+  private async getFiles(store: BaseStore, namespace: string[], keys: string[]): Promise<FilesMap> {
+    const files: FilesMap = Object.create(null) as FilesMap;
+    if (keys.length === 0) return files;
+    const items = (await store.batch(keys.map((key) => ({ namespace, key })))) as Array<Item | null>;
+    items.forEach((item, i) => {
+      const data = item ? fileDataOf(item) : undefined;
+      if (data) files[keys[i]!] = data;
+    });
+    return files;
+  }
+
+  /** Writes a planned update (puts and deletes) in one batch. */
+  private async applyUpdate(store: BaseStore, namespace: string[], update: FilesUpdate): Promise<void> {
+    const ops: Operation[] = Object.keys(update).map((key) => {
+      const data = update[key];
+      return { namespace, key, value: data ? storeValueOf(data) : null };
+    });
+    await store.batch(ops);
+  }
+
+  async ls(path: string): Promise<LsResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      return listFiles(await this.loadFiles(store, namespace), path);
+    } catch (error) {
+      return { error: messageOf(error) };
+    }
+  }
+
+  async readRaw(filePath: string): Promise<ReadRawResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    const check = checkVirtualPath(filePath);
+    if (check.error !== undefined) return { error: check.error };
+    try {
+      const item = await store.get(namespace, check.path);
+      if (!item) return { error: `File '${filePath}' not found` };
+      const data = fileDataOf(item);
+      if (!data) return { error: invalidItemError(item) };
+      return readRawFile({ [check.path]: data }, filePath);
+    } catch (error) {
+      return { error: messageOf(error) };
+    }
+  }
+
+  async read(filePath: string, offset = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
+    const raw = await this.readRaw(filePath);
+    if (raw.error !== undefined || !raw.data) return { error: raw.error ?? "File data not found" };
+    return readFile({ [checkVirtualPath(filePath).path!]: raw.data }, filePath, offset, limit);
+  }
+
+  async grep(pattern: string, path: string | null = "/", glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      return grepFiles(await this.loadFiles(store, namespace), pattern, path, glob, maxCount);
+    } catch (error) {
+      return { error: messageOf(error) };
+    }
+  }
+
+  async glob(pattern: string, path = "/"): Promise<GlobResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      return globFiles(await this.loadFiles(store, namespace), pattern, path);
+    } catch (error) {
+      return { error: messageOf(error) };
+    }
+  }
+
+  /** Loads the file at `path` (if any) into a one-entry map for the planners. */
+  private async loadOne(store: BaseStore, namespace: string[], path: string): Promise<FilesMap> {
+    const check = checkVirtualPath(path);
+    return check.error !== undefined ? {} : this.getFiles(store, namespace, [check.path]);
+  }
+
+  async write(filePath: string, content: string): Promise<WriteResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      const { result, update } = planWrite(await this.loadOne(store, namespace, filePath), filePath, content, this.fileFormat);
+      if (update) await this.applyUpdate(store, namespace, update);
+      return result.error !== undefined ? result : { ...result, filesUpdate: null };
+    } catch (error) {
+      return { error: `Error writing file '${filePath}': ${messageOf(error)}` };
+    }
+  }
+
+  async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      const files = await this.loadOne(store, namespace, filePath);
+      const { result, update } = planEdit(files, filePath, oldString, newString, replaceAll);
+      if (update) await this.applyUpdate(store, namespace, update);
+      return result.error !== undefined ? result : { path: result.path, filesUpdate: null, occurrences: result.occurrences };
+    } catch (error) {
+      return { error: `Error: ${messageOf(error)}` };
+    }
+  }
+
+  /** Removes the file and everything below it in one batch. */
+  async delete(filePath: string): Promise<DeleteResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      const { result, update } = planDelete(await this.loadFiles(store, namespace), filePath);
+      if (update) await this.applyUpdate(store, namespace, update);
+      return result.error !== undefined ? result : { ...result, filesUpdate: null };
+    } catch (error) {
+      return { error: `Error deleting '${filePath}': ${messageOf(error)}` };
+    }
+  }
+
+  /** Moves a file or a directory subtree in one batch of puts and deletes. */
+  async rename(from: string, to: string): Promise<RenameResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    try {
+      const { result, update } = planRename(await this.loadFiles(store, namespace), from, to);
+      if (update) await this.applyUpdate(store, namespace, update);
+      return result;
+    } catch (error) {
+      return { error: `Error renaming '${from}' to '${to}': ${messageOf(error)}` };
+    }
+  }
+
+  /** One `store.get` for a file; a miss lists the namespace to tell a directory from nothing. */
+  async stat(path: string): Promise<StatResult> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    const check = checkVirtualPath(path);
+    if (check.error !== undefined) return { error: check.error };
+    const key = check.path;
+    if (key === "/") return { stat: { path: key, is_dir: true, size: 0 } };
+    try {
+      const item = await store.get(namespace, key);
+      const data = item ? fileDataOf(item) : undefined;
+      if (item && data) return { stat: fileStatOf(key, data, `${item.updatedAt.getTime()}:${fileDataVersion(data)}`) };
+      const items = await this.listItems(store, namespace);
+      return items.some((other) => isPathWithin(other.key, key) && other.key !== key)
+        ? { stat: { path: key, is_dir: true, size: 0 } }
+        : {};
+    } catch (error) {
+      return { error: messageOf(error) };
+    }
+  }
+
+  /**
+   * Paths changed since `token`, from item timestamps. The token is `<latest updatedAt ms>:<item
+   * count>`. Deletions leave no timestamp, so when the count shows one the answer is "all".
+   */
+  async changesSince(token: string | null): Promise<ChangeSet> {
+    const items = await this.listItems(this.getStore(), this.getNamespace());
+    let latest = 0;
+    for (const item of items) latest = Math.max(latest, item.updatedAt.getTime());
+    const next = `${latest}:${items.length}`;
+    const [sinceText, countText] = (token ?? "").split(":");
+    const since = Number(sinceText);
+    const count = Number(countText);
+    if (token === null || !Number.isFinite(since) || !Number.isFinite(count) || countText === undefined) {
+      return { token: next, changed: "all" };
+    }
+    // ">=": an item written in the same millisecond as the token is reported again, never missed.
+    const changed = items.filter((item) => item.updatedAt.getTime() >= since);
+    const created = changed.filter((item) => item.createdAt.getTime() >= since).length;
+    if (items.length < count + created) return { token: next, changed: "all" };
+    return { token: next, changed: changed.map((item) => item.key) };
+  }
+
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    const keys = [...new Set(files.map(([path]) => checkVirtualPath(path).path).filter((key): key is string => !!key))];
+    try {
+      const { result, update } = planUpload(await this.getFiles(store, namespace, keys), files, this.fileFormat);
+      if (update) await this.applyUpdate(store, namespace, update);
+      return result;
+    } catch {
+      return files.map(([path]) => ({ path, error: "permission_denied" as const }));
+    }
+  }
+
+  async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    const store = this.getStore();
+    const namespace = this.getNamespace();
+    const keys = [...new Set(paths.map((path) => checkVirtualPath(path).path).filter((key): key is string => !!key && key !== "/"))];
+    try {
+      return downloadFromFiles(await this.getFiles(store, namespace, keys), paths);
+    } catch {
+      return paths.map((path) => ({ path, content: null, error: "file_not_found" as const }));
+    }
+  }
+}

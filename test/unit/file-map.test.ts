@@ -1,0 +1,288 @@
+import { describe, expect, it } from "vitest";
+import fc from "fast-check";
+import {
+  createFileData,
+  downloadFromFiles,
+  globFiles,
+  grepFiles,
+  listFiles,
+  mergeFilesUpdate,
+  planDelete,
+  planEdit,
+  planRename,
+  planUpload,
+  planWrite,
+  readFile,
+  readRawFile,
+  statFile,
+  type FileData,
+  type FilesMap,
+} from "../../src/protocol/index.js";
+
+function text(content: string, modified = "2026-01-01T00:00:00.000Z"): FileData {
+  return { content, mimeType: "text/plain", created_at: modified, modified_at: modified };
+}
+
+/** Applies planned updates the way the files channel does. */
+function apply(files: FilesMap, planned: { update?: Record<string, FileData | null> }): FilesMap {
+  return mergeFilesUpdate(files, planned.update);
+}
+
+describe("mergeFilesUpdate (the files-channel reducer)", () => {
+  it("merges records, null deletes, undefined keeps", () => {
+    const a = text("a");
+    const b = text("b");
+    expect(mergeFilesUpdate({ "/a": a }, { "/b": b, "/a": null })).toEqual({ "/b": b });
+    expect(mergeFilesUpdate(undefined, { "/a": a, "/x": null })).toEqual({ "/a": a });
+    const current = { "/a": a };
+    expect(mergeFilesUpdate(current, undefined)).toBe(current);
+    expect(mergeFilesUpdate(undefined, undefined)).toEqual({});
+  });
+  it("does not mutate the current map", () => {
+    const current = { "/a": text("a") };
+    mergeFilesUpdate(current, { "/a": null });
+    expect(Object.keys(current)).toEqual(["/a"]);
+  });
+});
+
+describe("reads", () => {
+  const files: FilesMap = {
+    "/b.txt": text("b"),
+    "/a.md": text("héllo"),
+    "/dir/x.txt": text("x"),
+    "/dir/sub/y.txt": text("y"),
+    "/dir2/z.txt": text("z"),
+  };
+
+  it("ls lists direct children and collapsed subdirectories, sorted", () => {
+    expect(listFiles(files, "/").files!.map((f) => [f.path, f.is_dir])).toEqual([
+      ["/a.md", false],
+      ["/b.txt", false],
+      ["/dir/", true],
+      ["/dir2/", true],
+    ]);
+    expect(listFiles(files, "/dir/").files!.map((f) => f.path)).toEqual(["/dir/sub/", "/dir/x.txt"]);
+    expect(listFiles(files, "/dir").files!.map((f) => f.path)).toEqual(["/dir/sub/", "/dir/x.txt"]);
+    expect(listFiles(files, "/nowhere").files).toEqual([]);
+    // Size in UTF-16 units, as deepagents reports it.
+    expect(listFiles(files, "/").files![0]).toMatchObject({ size: 5, modified_at: "2026-01-01T00:00:00.000Z" });
+    expect(listFiles(files, "/").files![2]).toEqual({ path: "/dir/", is_dir: true, size: 0, modified_at: "" });
+  });
+
+  it("rejects bad paths with the protocol's error values", () => {
+    expect(listFiles(files, "/a/../b").error).toContain("Path traversal not allowed");
+    expect(readFile(files, "../x").error).toContain("Path traversal not allowed");
+    expect(readRawFile(files, "").error).toBe("Path cannot be empty");
+    expect(grepFiles(files, "x", "/a/../..").error).toContain("Path traversal");
+    expect(globFiles(files, "*", "~/x").error).toContain("Path traversal");
+  });
+
+  it("normalizes the path argument", () => {
+    expect(readFile(files, "dir//x.txt").content).toBe("x");
+    expect(readRawFile(files, "/dir/./x.txt").data).toBe(files["/dir/x.txt"]);
+  });
+
+  it("read: missing file error quotes the caller's path", () => {
+    expect(readFile(files, "/nope.txt")).toEqual({ error: "File '/nope.txt' not found" });
+    expect(readRawFile(files, "nope.txt")).toEqual({ error: "File 'nope.txt' not found" });
+  });
+
+  it("stat: byte size, implicit directories, root, missing", () => {
+    const stat = statFile(files, "/a.md").stat!;
+    expect(stat).toMatchObject({ path: "/a.md", is_dir: false, size: 6 });
+    expect(stat.version).toMatch(/^2026-01-01T00:00:00.000Z:6:[0-9a-f]{16}$/);
+    expect(statFile(files, "/dir/sub")).toEqual({ stat: { path: "/dir/sub", is_dir: true, size: 0 } });
+    expect(statFile(files, "/").stat!.is_dir).toBe(true);
+    expect(statFile(files, "/di")).toEqual({});
+    expect(statFile({}, "/").stat!.is_dir).toBe(true);
+  });
+
+  it("stat: the version changes with the content even at the same time and length", () => {
+    const a = statFile({ "/f": text("abc") }, "/f").stat!.version;
+    const b = statFile({ "/f": text("xyz") }, "/f").stat!.version;
+    expect(a).not.toBe(b);
+  });
+
+  it("download: exact bytes, errors per path", () => {
+    const bytes = new Uint8Array([0, 255, 128, 10]);
+    const map: FilesMap = { ...files, "/img.png": createFileData(bytes, undefined, "v2", "image/png") };
+    expect(downloadFromFiles(map, ["/img.png", "/a.md", "/missing", "/dir", "/../x"])).toEqual([
+      { path: "/img.png", content: bytes, error: null },
+      { path: "/a.md", content: new TextEncoder().encode("héllo"), error: null },
+      { path: "/missing", content: null, error: "file_not_found" },
+      { path: "/dir", content: null, error: "is_directory" },
+      { path: "/../x", content: null, error: "invalid_path" },
+    ]);
+  });
+});
+
+describe("grep", () => {
+  const files: FilesMap = {
+    "/src/a.ts": text("const a = 1;\nfoo(a)\nfoo.bar"),
+    "/src/deep/b.ts": text("foo\r\nbar"),
+    "/sr.txt": text("foo"),
+    "/src/c.md": text("no match here\nfoo"),
+    "/img.png": createFileData(new TextEncoder().encode("foo"), undefined, "v2", "image/png"),
+    "/legacy.txt": { content: ["x", "foo y"], created_at: "t", modified_at: "t" },
+  };
+
+  it("is literal: regex characters match themselves", () => {
+    expect(grepFiles(files, "foo(a)").matches).toEqual([{ path: "/src/a.ts", line: 2, text: "foo(a)" }]);
+    expect(grepFiles(files, "foo.bar").matches).toEqual([{ path: "/src/a.ts", line: 3, text: "foo.bar" }]);
+  });
+
+  it("searches a directory prefix segment-aware, or one exact file", () => {
+    expect(grepFiles(files, "foo", "/sr").matches).toEqual([]);
+    expect(grepFiles(files, "foo", "/sr.txt").matches).toEqual([{ path: "/sr.txt", line: 1, text: "foo" }]);
+    expect(grepFiles(files, "foo", "/src").matches!.map((m) => m.path)).toEqual([
+      "/src/a.ts",
+      "/src/a.ts",
+      "/src/deep/b.ts",
+      "/src/c.md",
+    ]);
+  });
+
+  it("keeps \\r of CRLF lines, skips binary files, reads v1 entries", () => {
+    expect(grepFiles(files, "foo", "/src/deep").matches).toEqual([{ path: "/src/deep/b.ts", line: 1, text: "foo\r" }]);
+    const all = grepFiles(files, "foo").matches!;
+    expect(all.some((m) => m.path === "/img.png")).toBe(false);
+    expect(all).toContainEqual({ path: "/legacy.txt", line: 2, text: "foo y" });
+  });
+
+  it("filters with the grep glob (basename at any depth, or path relative to the search path)", () => {
+    expect(grepFiles(files, "foo", "/", "*.ts").matches!.map((m) => `${m.path}:${m.line}`)).toEqual([
+      "/src/a.ts:2",
+      "/src/a.ts:3",
+      "/src/deep/b.ts:1",
+    ]);
+    expect(grepFiles(files, "foo", "/src", "deep/*.ts").matches!.map((m) => m.path)).toEqual(["/src/deep/b.ts"]);
+    expect(grepFiles(files, "foo", "/sr.txt", "*.md").matches).toEqual([]);
+  });
+
+  it("maxCount truncates", () => {
+    expect(grepFiles(files, "foo", "/", null, 2)).toEqual({
+      matches: [
+        { path: "/src/a.ts", line: 2, text: "foo(a)" },
+        { path: "/src/a.ts", line: 3, text: "foo.bar" },
+      ],
+      truncated: true,
+    });
+    expect(grepFiles(files, "foo(a)", "/", null, 1)).toEqual({ matches: [{ path: "/src/a.ts", line: 2, text: "foo(a)" }] });
+  });
+});
+
+describe("glob", () => {
+  const files: FilesMap = {
+    "/a.py": text("", "2026-01-01T00:00:01.000Z"),
+    "/src/b.py": text("", "2026-01-01T00:00:03.000Z"),
+    "/src/.hidden.py": text("", "2026-01-01T00:00:02.000Z"),
+    "/src/c.ts": text("", "2026-01-01T00:00:04.000Z"),
+  };
+  const paths = (pattern: string, path?: string) => globFiles(files, pattern, path).files!.map((f) => f.path);
+
+  it("* stays in one segment, ** crosses, newest first", () => {
+    expect(paths("*.py")).toEqual(["/a.py"]);
+    expect(paths("**/*.py")).toEqual(["/src/b.py", "/src/.hidden.py", "/a.py"]);
+    expect(paths("*.py", "/src")).toEqual(["/src/b.py", "/src/.hidden.py"]);
+    expect(paths("*.{py,ts}", "/src")).toEqual(["/src/c.ts", "/src/b.py", "/src/.hidden.py"]);
+    expect(paths("/src/*.ts")).toEqual(["/src/c.ts"]);
+    expect(paths("*.py", "/a.py")).toEqual(["/a.py"]);
+  });
+
+  it("returns file entries with size and modified_at", () => {
+    expect(globFiles({ "/x.md": text("héllo", "t1") }, "*.md").files).toEqual([
+      { path: "/x.md", is_dir: false, size: 5, modified_at: "t1" },
+    ]);
+  });
+});
+
+describe("planners", () => {
+  it("write creates, overwrites (keeping created_at) and never mutates", () => {
+    const files: FilesMap = { "/a.txt": text("old", "2020-01-01T00:00:00.000Z") };
+    const planned = planWrite(files, "a.txt", "new");
+    expect(planned.result).toEqual({ path: "/a.txt" });
+    expect(planned.update!["/a.txt"]).toMatchObject({ content: "new", created_at: "2020-01-01T00:00:00.000Z" });
+    expect(files["/a.txt"]!.content).toBe("old");
+    expect(planWrite(files, "/", "x").result.error).toBe("Error: '/' is a directory");
+    expect(planWrite(files, "/a/../b", "x")).toEqual({ result: { error: "Path traversal not allowed: /a/../b" } });
+  });
+
+  it("write of a binary MIME path decodes base64", () => {
+    const update = planWrite({}, "/p.png", Buffer.from([1, 2, 3]).toString("base64")).update!;
+    expect(update["/p.png"]).toMatchObject({ content: new Uint8Array([1, 2, 3]), mimeType: "image/png" });
+  });
+
+  it("edit: deepagents' errors, binary files refused without throwing", () => {
+    const files: FilesMap = { "/a.txt": text("x y x"), "/b.bin": createFileData(new Uint8Array([1]), undefined, "v2") };
+    expect(planEdit(files, "/nope", "a", "b").result).toEqual({ error: "Error: File '/nope' not found" });
+    expect(planEdit(files, "/a.txt", "x", "z").result.error).toContain("appears 2 times");
+    expect(planEdit(files, "/a.txt", "q", "z").result).toEqual({ error: "Error: String not found in file: 'q'" });
+    expect(planEdit(files, "/b.bin", "a", "b").result).toEqual({ error: "Error: Cannot convert binary FileData to string" });
+    const ok = planEdit(files, "/a.txt", "x", "z", true);
+    expect(ok.result).toEqual({ path: "/a.txt", occurrences: 2 });
+    expect(ok.update!["/a.txt"]!.content).toBe("z y z");
+  });
+
+  it("delete is recursive and segment-aware; / deletes everything", () => {
+    const files: FilesMap = { "/d/a": text(""), "/d/e/b": text(""), "/d2/c": text(""), "/d": text("") };
+    expect(planDelete(files, "/d/").update).toEqual({ "/d": null, "/d/a": null, "/d/e/b": null });
+    expect(Object.keys(planDelete(files, "/").update!)).toHaveLength(4);
+    expect(planDelete(files, "/x").result).toEqual({ error: "Error: File '/x' not found" });
+  });
+
+  it("upload keeps any bytes exactly, reports invalid paths per file", () => {
+    const invalidUtf8 = new Uint8Array([0x66, 0xff, 0xfe, 0x00, 0xc3]);
+    const planned = planUpload({}, [
+      ["/a.txt", invalidUtf8],
+      ["/b.txt", new TextEncoder().encode("héllo")],
+      ["/../c", new Uint8Array([1])],
+      ["/", new Uint8Array([1])],
+    ]);
+    expect(planned.result).toEqual([
+      { path: "/a.txt", error: null },
+      { path: "/b.txt", error: null },
+      { path: "/../c", error: "invalid_path" },
+      { path: "/", error: "is_directory" },
+    ]);
+    const files = apply({}, planned);
+    expect(files["/b.txt"]!.content).toBe("héllo");
+    expect(downloadFromFiles(files, ["/a.txt"])[0]!.content).toEqual(invalidUtf8);
+    expect(planUpload({}, [["../x", new Uint8Array()]]).update).toBeUndefined();
+  });
+
+  it("upload then download round-trips arbitrary bytes under any name", () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), fc.constantFrom("/f.txt", "/f.md", "/f.png", "/f.bin", "/f"), (bytes, path) => {
+        const files = apply({}, planUpload({}, [[path, bytes]]));
+        expect(Array.from(downloadFromFiles(files, [path])[0]!.content!)).toEqual(Array.from(bytes));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("rename moves a file in one update and keeps its data", () => {
+    const a = text("a");
+    const files: FilesMap = { "/a.txt": a, "/b.txt": text("b") };
+    const planned = planRename(files, "/a.txt", "/b.txt");
+    expect(planned).toEqual({ result: { path: "/b.txt" }, update: { "/a.txt": null, "/b.txt": a } });
+    expect(apply(files, planned)).toEqual({ "/b.txt": a });
+  });
+
+  it("rename moves a directory subtree, and refuses what POSIX refuses", () => {
+    const files: FilesMap = { "/d/a": text("a"), "/d/e/b": text("b"), "/d2/c": text("c"), "/f": text("f") };
+    expect(apply(files, planRename(files, "/d", "/n/m"))).toEqual({
+      "/d2/c": files["/d2/c"],
+      "/f": files["/f"],
+      "/n/m/a": files["/d/a"],
+      "/n/m/e/b": files["/d/e/b"],
+    });
+    expect(planRename(files, "/nope", "/x").result).toEqual({ error: "Error: File '/nope' not found" });
+    expect(planRename(files, "/f", "/d").result.error).toBe("Error: '/d' is a directory");
+    expect(planRename(files, "/d", "/f").result.error).toBe("Error: '/f' is not a directory");
+    expect(planRename(files, "/d", "/d2").result.error).toBe("Error: Directory not empty: '/d2'");
+    expect(planRename(files, "/d", "/d/e/x").result.error).toBe("Error: Cannot move '/d' into itself");
+    expect(planRename(files, "/", "/x").result.error).toBe("Error: Cannot rename '/'");
+    expect(planRename(files, "/f", "/f")).toEqual({ result: { path: "/f" } });
+    expect(planRename(files, "/d/../f", "/x").result.error).toContain("Path traversal");
+  });
+});
