@@ -1,0 +1,102 @@
+/**
+ * A batch of changes waiting to become one Hub commit, and how it is rebased when the Hub
+ * moved under it: each changed path remembers the content it was derived from (its base), so
+ * a concurrent change by another writer is merged (three-way, on lines) instead of
+ * overwritten. When the merge is not clean, the other writer's version stays at the path and
+ * ours is kept beside it as `<name>.conflict-<hash><ext>`: nothing is lost.
+ */
+import { createHash } from "node:crypto";
+import { threeWayMerge } from "./three-way-merge.js";
+
+/** Repo-relative path -> content; `null` means deleted. */
+export type Changes = Map<string, string | null>;
+export type Files = Record<string, string>;
+
+export interface Conflict {
+  path: string;
+  /** Where our version was kept; absent when our delete lost to their change. */
+  copy?: string;
+}
+
+export interface Batch {
+  changes: Changes;
+  /** What each changed path held when this batch first touched it. */
+  base: Map<string, string | null>;
+  /** Highest mutation sequence number in the batch. */
+  seq: number;
+  /** The batch came from the journal: remove the journal once it is committed. */
+  fromJournal: boolean;
+}
+
+export function newBatch(): Batch {
+  return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false };
+}
+
+/** Folds a newer batch into an older one (after a failed push, to retry both together). */
+export function combineBatches(older: Batch, newer: Batch): Batch {
+  const combined: Batch = {
+    changes: new Map(older.changes),
+    base: new Map(older.base),
+    seq: Math.max(older.seq, newer.seq),
+    fromJournal: older.fromJournal || newer.fromJournal,
+  };
+  for (const [p, content] of newer.changes) {
+    combined.changes.set(p, content);
+    if (!combined.base.has(p)) combined.base.set(p, newer.base.get(p) ?? null);
+  }
+  return combined;
+}
+
+/** `notes/plan.md` -> `notes/plan.conflict-1a2b3c4d.md`; the hash is of our content. */
+export function conflictCopyPath(path: string, ours: string): string {
+  const hash = createHash("sha256").update(ours).digest("hex").slice(0, 8);
+  const slash = path.lastIndexOf("/");
+  const name = path.slice(slash + 1);
+  const dot = name.lastIndexOf(".");
+  const stem = dot > 0 ? name.slice(0, dot) : name;
+  const ext = dot > 0 ? name.slice(dot) : "";
+  return `${path.slice(0, slash + 1)}${stem}.conflict-${hash}${ext}`;
+}
+
+/**
+ * Rebases `batch` onto `tree` (the Hub's current files) in place and returns the conflicts.
+ * Paths whose Hub content still equals their base keep our change untouched.
+ */
+export function rebaseBatch(batch: Batch, tree: Files): Conflict[] {
+  const conflicts: Conflict[] = [];
+  for (const [path, ours] of [...batch.changes]) {
+    const base = batch.base.get(path) ?? null;
+    const theirs = tree[path] ?? null;
+    if (theirs === base) continue;
+    batch.base.set(path, theirs);
+    if (ours === theirs) {
+      batch.changes.delete(path);
+    } else if (ours === null) {
+      // We deleted what they changed: their change wins, our delete is dropped.
+      batch.changes.delete(path);
+      conflicts.push({ path });
+    } else if (theirs !== null) {
+      const merged = threeWayMerge(base ?? "", ours, theirs);
+      if (merged.clean) {
+        batch.changes.set(path, merged.text);
+      } else {
+        const copy = conflictCopyPath(path, ours);
+        batch.changes.delete(path);
+        batch.changes.set(copy, ours);
+        batch.base.set(copy, tree[copy] ?? null);
+        conflicts.push({ path, copy });
+      }
+    }
+    // theirs === null: they deleted what we changed; our version is written back.
+  }
+  return conflicts;
+}
+
+export function applyChanges(files: Files, changes: Changes): Files {
+  const next = { ...files };
+  for (const [p, content] of changes) {
+    if (content === null) delete next[p];
+    else next[p] = content;
+  }
+  return next;
+}

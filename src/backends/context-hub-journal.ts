@@ -1,0 +1,42 @@
+/**
+ * The local journal of a Context Hub backend: changes not yet committed when the backend was
+ * closed, written atomically and committed at the next start.
+ */
+import { randomUUID } from "node:crypto";
+import * as fs from "node:fs/promises";
+import * as path from "node:path";
+import type { Batch } from "./context-hub-batch.js";
+
+interface JournalFile {
+  identifier: string;
+  changes: Array<[string, string | null]>;
+  base: Array<[string, string | null]>;
+}
+
+export function journalPath(dir: string, identifier: string): string {
+  return path.join(dir, `${encodeURIComponent(identifier)}.journal.json`);
+}
+
+export async function writeJournal(file: string, identifier: string, batch: Batch): Promise<void> {
+  const body: JournalFile = { identifier, changes: [...batch.changes], base: [...batch.base] };
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${randomUUID()}.tmp`;
+  await fs.writeFile(tmp, JSON.stringify(body));
+  await fs.rename(tmp, file);
+}
+
+/** The journaled batch, or undefined when there is none. */
+export async function readJournal(file: string): Promise<Batch | undefined> {
+  let text: string;
+  try {
+    text = await fs.readFile(file, "utf8");
+  } catch {
+    return undefined;
+  }
+  const body = JSON.parse(text) as JournalFile;
+  return { changes: new Map(body.changes), base: new Map(body.base), seq: 0, fromJournal: true };
+}
+
+export async function removeJournal(file: string): Promise<void> {
+  await fs.rm(file, { force: true });
+}

@@ -1,0 +1,786 @@
+/**
+ * ContextHubBackend: files in a LangSmith Context Hub agent repo, compatible with deepagents
+ * 1.14.1 (spec §5.7), plus what a mount needs: rename as one commit, stat with the commit as
+ * version, sync(), changesSince(), and write-back with merge instead of last-writer-wins.
+ *
+ * Mutations are accepted against an optimistic view (durable tree + in-flight batch +
+ * pending batch), coalesced for 50 ms, and pushed one batch at a time. By default a caller
+ * waits for its commit (as deepagents does); with `writeBack` it returns once its change is in
+ * the pending batch and `sync()` is the barrier.
+ */
+import { Client } from "langsmith";
+import {
+  checkVirtualPath,
+  createGlobMatcher,
+  createGrepGlobFilter,
+  grepText,
+  applyGrepMaxCount,
+  isPathWithin,
+  normalizeReadPagination,
+  performStringReplacement,
+  type BackendProtocolV2,
+  type ChangeSet,
+  type DeleteResult,
+  type EditResult,
+  type FileDownloadResponse,
+  type FileInfo,
+  type FileStat,
+  type FileUploadResponse,
+  type GlobResult,
+  type GrepMatch,
+  type GrepResult,
+  type LsResult,
+  type ReadRawResult,
+  type ReadResult,
+  type RenameResult,
+  type StatResult,
+  type WriteResult,
+} from "../protocol/index.js";
+import {
+  applyChanges,
+  combineBatches,
+  newBatch,
+  rebaseBatch,
+  type Batch,
+  type Conflict,
+  type Files,
+} from "./context-hub-batch.js";
+import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
+import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
+import { journalPath, readJournal, removeJournal, writeJournal } from "./context-hub-journal.js";
+
+const COALESCE_MS = 50;
+const MAX_CONFLICT_RETRIES = 3;
+const RETRY_BASE_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+const HISTORY_SIZE = 8;
+const TEXT_MIME_TYPE = "text/plain";
+const CLOSED = "Error: Context Hub backend is closed";
+
+/** The two langsmith `Client` methods the backend uses (a duck-typed fake works too). */
+export type ContextHubClient = Pick<Client, "pullAgent" | "pushAgent">;
+
+export interface ContextHubBackendOptions {
+  client?: ContextHubClient;
+  /**
+   * Acknowledge mutations once they are in the pending batch instead of after their commit;
+   * `sync()` waits for the commit and reports its outcome. Failed commits keep the data and
+   * are retried with backoff. For mounts, where close() must not wait for a commit.
+   */
+  writeBack?: boolean;
+  /** Where `close()` keeps changes it could not commit; they are committed at the next start. */
+  journalDir?: string;
+  /** One line per notable event (conflicts, retries). Default: console.warn. */
+  log?: (line: string) => void;
+}
+
+/** What the Hub says about one file: for read-only extended attributes. */
+export interface HubFileInfo {
+  /** `owner/name` as given (owner `-` is the caller's tenant). */
+  repo: string;
+  /** The commit at which the current content was first seen; null for uncommitted content. */
+  commit: string | null;
+  /** The head commit the backend is on. */
+  head: string | null;
+  /** The file has changes that are not committed yet. */
+  dirty: boolean;
+}
+
+interface Snapshot {
+  files: Files;
+  linked: Record<string, string>;
+  commitHash: string | null;
+  /** Path -> commit at which its current content was first seen. */
+  versions: Map<string, string>;
+}
+
+interface Waiter {
+  seq: number;
+  paths: string[];
+  resolve: (conflicts: Conflict[]) => void;
+  reject: (error: unknown) => void;
+}
+
+type KeyCheck = { key: string; error?: undefined } | { key?: undefined; error: string };
+
+/** Repo-relative key of a virtual path ("/a/b.md" -> "a/b.md"; "/" -> ""). */
+function toKey(path: string): KeyCheck {
+  const checked = checkVirtualPath(path);
+  return checked.error !== undefined ? { error: checked.error } : { key: checked.path.slice(1) };
+}
+
+function splitLinesKeepEnds(text: string): string[] {
+  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
+}
+
+function describeConflict(c: Conflict): string {
+  return c.copy !== undefined
+    ? `Conflict: '/${c.path}' was changed concurrently in the Hub and the changes overlap; the Hub's version stays at '/${c.path}' and this version is kept at '/${c.copy}'`
+    : `Conflict: '/${c.path}' was changed concurrently in the Hub; that change was kept and this delete was not applied`;
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+export class ContextHubBackend implements BackendProtocolV2 {
+  private readonly target: HubTarget;
+  private readonly client: ContextHubClient;
+  private readonly writeBack: boolean;
+  private readonly journalFile: string | undefined;
+  private readonly log: (line: string) => void;
+
+  private durable: Snapshot | null = null;
+  private loading: Promise<void> | null = null;
+  private pending: Batch | null = null;
+  private pendingReady = false;
+  private inFlight: Batch | null = null;
+  private pushing: Promise<void> | null = null;
+  private coalesceTimer: ReturnType<typeof setTimeout> | null = null;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private waiters: Waiter[] = [];
+  private acceptSeq = 0;
+  private committedSeq = 0;
+  private failures = 0;
+  private consecutiveFailures = 0;
+  private lastFailure: unknown = null;
+  private unreportedConflicts: Conflict[] = [];
+  private readonly history = new Map<string, Files>();
+  private closed = false;
+
+  constructor(
+    private readonly identifier: string,
+    options: ContextHubBackendOptions = {},
+  ) {
+    const target = parseHubIdentifier(identifier);
+    if (target === undefined) {
+      throw new Error(
+        `Invalid Context Hub repo identifier ${JSON.stringify(identifier)}: expected name, owner/name, name:version or owner/name:version`,
+      );
+    }
+    this.target = target;
+    this.client = options.client ?? new Client();
+    this.writeBack = options.writeBack ?? false;
+    this.journalFile = options.journalDir ? journalPath(options.journalDir, identifier) : undefined;
+    this.log = options.log ?? ((line) => console.warn(`backendfs context-hub ${identifier}: ${line}`));
+  }
+
+  // ---- loading -------------------------------------------------------------------------
+
+  private async fetchTree(): Promise<Snapshot> {
+    let context: Awaited<ReturnType<ContextHubClient["pullAgent"]>>;
+    try {
+      context = await this.client.pullAgent(this.identifier);
+    } catch (error) {
+      if (isNotFoundError(error)) return { files: {}, linked: {}, commitHash: null, versions: new Map() };
+      throw error;
+    }
+    const files: Files = {};
+    const linked: Record<string, string> = {};
+    for (const [path, entry] of Object.entries(context.files)) {
+      if (entry.type === "file") files[path] = entry.content;
+      else if ((entry.type === "agent" || entry.type === "skill") && typeof entry.repo_handle === "string") {
+        linked[path] = entry.repo_handle;
+      }
+    }
+    return { files, linked, commitHash: context.commit_hash, versions: new Map() };
+  }
+
+  /** Makes a pulled snapshot the durable state; unchanged files keep their version. */
+  private adopt(snapshot: Snapshot): void {
+    const previous = this.durable;
+    for (const [path, content] of Object.entries(snapshot.files)) {
+      const kept = previous?.files[path] === content ? previous.versions.get(path) : undefined;
+      snapshot.versions.set(path, kept ?? snapshot.commitHash ?? "");
+    }
+    this.durable = snapshot;
+    this.remember(snapshot.commitHash, snapshot.files);
+  }
+
+  private remember(commit: string | null, files: Files): void {
+    if (commit === null) return;
+    this.history.set(commit, files);
+    if (this.history.size > HISTORY_SIZE) this.history.delete(this.history.keys().next().value as string);
+  }
+
+  private async load(): Promise<Snapshot> {
+    while (this.durable === null) {
+      this.loading ??= this.fetchTree()
+        .then(async (snapshot) => {
+          this.adopt(snapshot);
+          await this.recoverJournal();
+        })
+        .finally(() => {
+          this.loading = null;
+        });
+      await this.loading;
+    }
+    return this.durable;
+  }
+
+  private async recoverJournal(): Promise<void> {
+    if (this.journalFile === undefined) return;
+    const journaled = await readJournal(this.journalFile);
+    if (journaled === undefined || journaled.changes.size === 0) return;
+    this.log(`committing ${journaled.changes.size} change(s) recovered from ${this.journalFile}`);
+    journaled.seq = ++this.acceptSeq;
+    this.pending = this.pending ? combineBatches(journaled, this.pending) : journaled;
+    this.pendingReady = true;
+    this.kick();
+  }
+
+  // ---- the optimistic view -------------------------------------------------------------
+
+  private lookup(key: string): string | undefined {
+    for (const batch of [this.pending, this.inFlight]) {
+      if (batch?.changes.has(key)) return batch.changes.get(key) ?? undefined;
+    }
+    return this.durable?.files[key];
+  }
+
+  private visibleFiles(): Files {
+    let files = this.durable?.files ?? {};
+    if (this.inFlight) files = applyChanges(files, this.inFlight.changes);
+    if (this.pending) files = applyChanges(files, this.pending.changes);
+    return files;
+  }
+
+  private isDirty(key: string): boolean {
+    return Boolean(this.pending?.changes.has(key) || this.inFlight?.changes.has(key));
+  }
+
+  // ---- accepting mutations -------------------------------------------------------------
+
+  /** Adds changes to the pending batch; resolves when accepted (writeBack) or committed. */
+  private async submit(changes: Array<[string, string | null]>): Promise<Conflict[]> {
+    if (this.pending === null) {
+      this.pending = newBatch();
+      this.pendingReady = false;
+      this.coalesceTimer = setTimeout(() => {
+        this.coalesceTimer = null;
+        this.pendingReady = true;
+        this.kick();
+      }, COALESCE_MS);
+    }
+    const batch = this.pending;
+    for (const [key, content] of changes) {
+      if (!batch.base.has(key)) {
+        const before = this.inFlight?.changes.has(key) ? this.inFlight.changes.get(key) : this.durable?.files[key];
+        batch.base.set(key, before ?? null);
+      }
+      batch.changes.set(key, content);
+    }
+    batch.seq = ++this.acceptSeq;
+    if (this.writeBack) return [];
+    const seq = batch.seq;
+    return new Promise<Conflict[]>((resolve, reject) => {
+      this.waiters.push({ seq, paths: changes.map(([k]) => k), resolve, reject });
+    });
+  }
+
+  /** Runs `accept` on the loaded view; Hub errors become values, others are thrown (deepagents). */
+  private async mutate<T extends { error?: string }>(accept: () => Promise<T>): Promise<T | { error: string }> {
+    if (this.closed) return { error: CLOSED };
+    try {
+      await this.load();
+      return await accept();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+  }
+
+  // ---- committing ----------------------------------------------------------------------
+
+  private kick(): void {
+    if (this.pushing !== null || this.pending === null || !this.pendingReady) return;
+    this.pushing = this.pushPending().finally(() => {
+      this.pushing = null;
+      this.kick();
+    });
+  }
+
+  private clearTimers(): void {
+    if (this.coalesceTimer) clearTimeout(this.coalesceTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.coalesceTimer = this.retryTimer = null;
+  }
+
+  private async pushPending(): Promise<void> {
+    const batch = this.pending as Batch;
+    this.pending = null;
+    this.pendingReady = false;
+    this.clearTimers();
+    this.inFlight = batch;
+    let conflicts: Conflict[];
+    try {
+      conflicts = await this.commitBatch(batch);
+    } catch (error) {
+      this.inFlight = null;
+      this.onCommitFailed(batch, error);
+      return;
+    }
+    this.inFlight = null;
+    this.committedSeq = Math.max(this.committedSeq, batch.seq);
+    this.consecutiveFailures = 0;
+    this.lastFailure = null;
+    for (const c of conflicts) this.log(describeConflict(c));
+    this.unreportedConflicts.push(...conflicts);
+    const done = this.waiters.filter((w) => w.seq <= batch.seq);
+    this.waiters = this.waiters.filter((w) => w.seq > batch.seq);
+    for (const w of done) w.resolve(conflicts.filter((c) => w.paths.includes(c.path)));
+    if (batch.fromJournal && this.journalFile) await removeJournal(this.journalFile);
+  }
+
+  private onCommitFailed(batch: Batch, error: unknown): void {
+    this.failures++;
+    this.consecutiveFailures++;
+    this.lastFailure = error;
+    if (this.writeBack || batch.fromJournal) {
+      // Keep the data: it goes back in front of whatever was accepted meanwhile.
+      this.pending = this.pending ? combineBatches(batch, this.pending) : batch;
+      this.pendingReady = false;
+      this.clearTimers();
+      const delay = Math.min(RETRY_BASE_MS * 2 ** (this.consecutiveFailures - 1), RETRY_MAX_MS);
+      this.log(`commit failed (${errorMessage(error)}); ${this.pending.changes.size} change(s) kept, retrying in ${delay} ms`);
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null;
+        this.pendingReady = true;
+        this.kick();
+      }, delay);
+      this.retryTimer.unref();
+      return;
+    }
+    // deepagents: the callers are told, the view is dropped and the next operation re-pulls.
+    this.durable = null;
+    this.pending = null;
+    this.clearTimers();
+    const failed = this.waiters;
+    this.waiters = [];
+    for (const w of failed) w.reject(error);
+  }
+
+  /** One commit for the batch: rebased on the Hub's tree, re-pulled on 409 (bounded). */
+  private async commitBatch(batch: Batch): Promise<Conflict[]> {
+    const conflicts: Conflict[] = [];
+    for (let attempt = 0; ; attempt++) {
+      const durable = this.durable ?? (await this.load());
+      conflicts.push(...rebaseBatch(batch, durable.files));
+      if (batch.changes.size === 0) return conflicts;
+      const files: Record<string, { type: "file"; content: string } | null> = {};
+      for (const [key, content] of batch.changes) files[key] = content === null ? null : { type: "file", content };
+      let url: string;
+      try {
+        url = await this.client.pushAgent(this.identifier, {
+          files,
+          ...(durable.commitHash ? { parentCommit: durable.commitHash } : {}),
+        });
+      } catch (error) {
+        if (errorStatus(error) !== 409 || attempt >= MAX_CONFLICT_RETRIES) throw error;
+        this.adopt(await this.fetchTree());
+        continue;
+      }
+      const commit = commitFromPushUrl(url, this.target);
+      if (commit === undefined) {
+        // The URL does not tell the commit: ask the Hub (it includes our change).
+        const snapshot = await this.fetchTree();
+        if (snapshot.commitHash === null) throw new Error("Context Hub commit succeeded but its hash could not be resolved");
+        this.adopt(snapshot);
+        return conflicts;
+      }
+      const next: Snapshot = { ...durable, files: applyChanges(durable.files, batch.changes), commitHash: commit };
+      next.versions = new Map(durable.versions);
+      for (const [key, content] of batch.changes) {
+        if (content === null) next.versions.delete(key);
+        else next.versions.set(key, commit);
+      }
+      this.durable = next;
+      this.remember(commit, next.files);
+      return conflicts;
+    }
+  }
+
+  // ---- capabilities for the mount -----------------------------------------------------
+
+  /**
+   * Durability barrier: commits everything accepted before the call and reports the outcome.
+   * A failed commit is an error value (the data stays pending); merge conflicts since the
+   * last sync are reported once.
+   */
+  async sync(): Promise<{ error?: string }> {
+    const target = this.acceptSeq;
+    const failuresBefore = this.failures;
+    for (;;) {
+      if (this.pushing) {
+        await this.pushing;
+        if (this.failures !== failuresBefore) break;
+        continue;
+      }
+      if (this.pending !== null && this.committedSeq < target) {
+        this.clearTimers();
+        this.pendingReady = true;
+        this.kick();
+        continue;
+      }
+      break;
+    }
+    if (this.failures !== failuresBefore) {
+      const error = this.lastFailure;
+      return { error: isHubError(error) ? hubUnavailable(error) : errorMessage(error) };
+    }
+    const conflicts = this.unreportedConflicts.filter((c) => c.copy !== undefined);
+    this.unreportedConflicts = [];
+    if (conflicts.length > 0) return { error: conflicts.map(describeConflict).join("\n") };
+    return {};
+  }
+
+  /**
+   * Commits what it can; what is left goes to the journal (with `journalDir`) and is committed
+   * at the next start. Later mutations fail.
+   */
+  async close(): Promise<{ error?: string }> {
+    const outcome = await this.sync();
+    this.clearTimers();
+    this.closed = true;
+    const left = this.pending;
+    if (left === null || left.changes.size === 0) return outcome;
+    this.pending = null;
+    if (this.journalFile !== undefined) {
+      await writeJournal(this.journalFile, this.identifier, left);
+      this.log(`${left.changes.size} uncommitted change(s) kept in ${this.journalFile}`);
+      return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} change(s) kept in ${this.journalFile}` };
+    }
+    return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} uncommitted change(s) dropped` };
+  }
+
+  async rename(from: string, to: string): Promise<RenameResult> {
+    const src = toKey(from);
+    const dst = toKey(to);
+    if (src.error !== undefined) return { error: src.error };
+    if (dst.error !== undefined) return { error: dst.error };
+    if (src.key === "" || dst.key === "") return { error: `Error: Cannot rename '${from}' to '${to}'` };
+    if (src.key === dst.key) return { path: to };
+    if (isPathWithin(`/${dst.key}`, `/${src.key}`)) {
+      return { error: `Error: Cannot move '${from}' into itself ('${to}')` };
+    }
+    const result = await this.mutate<RenameResult>(async () => {
+      const files = this.visibleFiles();
+      const changes: Array<[string, string | null]> = [];
+      if (files[src.key] !== undefined) {
+        if (Object.keys(files).some((k) => k.startsWith(`${dst.key}/`))) {
+          return { error: `Error: Cannot rename '${from}' to '${to}': destination is a directory` };
+        }
+        changes.push([src.key, null], [dst.key, files[src.key]]);
+      } else {
+        const prefix = `${src.key}/`;
+        for (const [k, content] of Object.entries(files)) {
+          if (k.startsWith(prefix)) changes.push([k, null], [`${dst.key}/${k.slice(prefix.length)}`, content]);
+        }
+        if (changes.length === 0) return { error: `Error: File '${from}' not found` };
+        if (files[dst.key] !== undefined) {
+          return { error: `Error: Cannot rename directory '${from}' over file '${to}'` };
+        }
+      }
+      // Deletes first, so a path that is both source and destination ends up written.
+      changes.sort((a, b) => Number(a[1] !== null) - Number(b[1] !== null));
+      const conflicts = await this.submit(changes);
+      return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: to };
+    });
+    return result;
+  }
+
+  async stat(path: string): Promise<StatResult> {
+    const k = toKey(path);
+    if (k.error !== undefined) return { error: k.error };
+    try {
+      await this.load();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+    const normalized = `/${k.key}`;
+    if (k.key === "") return { stat: { path: "/", is_dir: true, size: 0 } };
+    const content = this.lookup(k.key);
+    if (content !== undefined) {
+      const stat: FileStat = { path: normalized, is_dir: false, size: Buffer.byteLength(content, "utf8") };
+      const info = this.fileInfo(k.key);
+      stat.version = info.dirty ? `pending:${this.pendingVersion(k.key)}` : (info.commit ?? "");
+      return { stat };
+    }
+    const prefix = `${k.key}/`;
+    if (Object.keys(this.visibleFiles()).some((key) => key.startsWith(prefix))) {
+      return { stat: { path: normalized, is_dir: true, size: 0 } };
+    }
+    return {};
+  }
+
+  private pendingVersion(key: string): number {
+    return this.pending?.changes.has(key) ? this.pending.seq : (this.inFlight?.seq ?? 0);
+  }
+
+  private fileInfo(key: string): HubFileInfo {
+    const dirty = this.isDirty(key);
+    return {
+      repo: `${this.target.owner}/${this.target.name}`,
+      commit: dirty ? null : (this.durable?.versions.get(key) ?? null),
+      head: this.durable?.commitHash ?? null,
+      dirty,
+    };
+  }
+
+  /** The repo and the commit a file's content was read at (for read-only xattrs). */
+  async hubInfo(path: string): Promise<HubFileInfo | { error: string }> {
+    const k = toKey(path);
+    if (k.error !== undefined) return { error: k.error };
+    try {
+      await this.load();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+    if (this.lookup(k.key) === undefined) return { error: `File '${path}' not found` };
+    return this.fileInfo(k.key);
+  }
+
+  /**
+   * Pulls the head and reports the paths that differ from the tree at `token` (a commit hash).
+   * When nothing is being committed the pulled tree becomes the backend's view, so other
+   * writers' commits become visible.
+   */
+  async changesSince(token: string | null): Promise<ChangeSet> {
+    let fresh: Snapshot;
+    try {
+      await this.load();
+      fresh = await this.fetchTree();
+    } catch {
+      return { token: token ?? "", changed: "all" };
+    }
+    if (this.inFlight === null && this.pushing === null) this.adopt(fresh);
+    else this.remember(fresh.commitHash, fresh.files);
+    const head = fresh.commitHash ?? "";
+    if (token === null) return { token: head, changed: "all" };
+    if (sameCommit(token, fresh.commitHash)) return { token, changed: [] };
+    const before = [...this.history].find(([hash]) => sameCommit(hash, token))?.[1];
+    if (before === undefined) return { token: head, changed: "all" };
+    const changed = new Set<string>();
+    for (const key of new Set([...Object.keys(before), ...Object.keys(fresh.files)])) {
+      if (before[key] !== fresh.files[key]) changed.add(`/${key}`);
+    }
+    return { token: head, changed: [...changed] };
+  }
+
+  // ---- deepagents' public extras -------------------------------------------------------
+
+  async getLinkedEntries(): Promise<Record<string, string>> {
+    const durable = await this.load();
+    return { ...durable.linked };
+  }
+
+  async hasPriorCommits(): Promise<boolean> {
+    const durable = await this.load();
+    return durable.commitHash !== null;
+  }
+
+  // ---- BackendProtocolV2 -------------------------------------------------------------
+
+  private async loadedView(): Promise<{ files: Files; error?: undefined } | { files?: undefined; error: string }> {
+    try {
+      await this.load();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+    return { files: this.visibleFiles() };
+  }
+
+  async ls(path = "/"): Promise<LsResult> {
+    const k = toKey(path);
+    if (k.error !== undefined) return { error: k.error };
+    const view = await this.loadedView();
+    if (view.error !== undefined) return { error: view.error };
+    const files = view.files;
+    const prefix = k.key === "" ? "" : `${k.key}/`;
+    const dirs = new Set<string>();
+    const entries: FileInfo[] = [];
+    for (const key of Object.keys(files)) {
+      if (!key.startsWith(prefix) || key === prefix) continue;
+      const rest = key.slice(prefix.length);
+      const slash = rest.indexOf("/");
+      if (slash === -1) {
+        entries.push({ path: `/${key}`, is_dir: false });
+      } else {
+        const dir = prefix + rest.slice(0, slash);
+        if (!dirs.has(dir)) {
+          dirs.add(dir);
+          entries.push({ path: `/${dir}`, is_dir: true });
+        }
+      }
+    }
+    return { files: entries };
+  }
+
+  async read(filePath: string, offset = 0, limit = 2000): Promise<ReadResult> {
+    const k = toKey(filePath);
+    if (k.error !== undefined) return { error: k.error };
+    try {
+      await this.load();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+    const content = this.lookup(k.key);
+    if (content === undefined) return { error: `File '${filePath}' not found` };
+    if (content === "") return { content: "", mimeType: TEXT_MIME_TYPE };
+    const page = normalizeReadPagination(offset, limit);
+    const lines = splitLinesKeepEnds(content.replace(/\r\n?/g, "\n"));
+    if (page.offset >= lines.length) {
+      return { error: `Line offset ${page.offset} exceeds file length (${lines.length} lines)` };
+    }
+    const end = Math.min(page.offset + page.limit, lines.length);
+    const selected = lines.slice(page.offset, end).join("");
+    if (page.limit === 0) return { content: selected, mimeType: TEXT_MIME_TYPE };
+    const result: ReadResult = {
+      content: selected,
+      totalLines: lines.length,
+      startLine: page.offset + 1,
+      endLine: end,
+      mimeType: TEXT_MIME_TYPE,
+    };
+    if (end < lines.length) result.nextOffset = end;
+    return result;
+  }
+
+  async readRaw(filePath: string): Promise<ReadRawResult> {
+    const k = toKey(filePath);
+    if (k.error !== undefined) return { error: k.error };
+    try {
+      await this.load();
+    } catch (error) {
+      if (isHubError(error)) return { error: hubUnavailable(error) };
+      throw error;
+    }
+    const content = this.lookup(k.key);
+    if (content === undefined) return { error: `File '${filePath}' not found` };
+    const now = new Date().toISOString();
+    return { data: { content: content.replace(/\r\n?/g, "\n"), mimeType: TEXT_MIME_TYPE, created_at: now, modified_at: now } };
+  }
+
+  async grep(pattern: string, path: string | null = null, glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
+    const k = toKey(path ?? "/");
+    if (k.error !== undefined) return { error: k.error };
+    const view = await this.loadedView();
+    if (view.error !== undefined) return { error: view.error };
+    const files = view.files;
+    const searchPath = `/${k.key}`;
+    const filter = createGrepGlobFilter(glob, searchPath);
+    const matches: GrepMatch[] = [];
+    for (const [key, content] of Object.entries(files)) {
+      const full = `/${key}`;
+      if (!isPathWithin(full, searchPath) || (filter && !filter(full))) continue;
+      grepText(content, pattern, full, matches);
+    }
+    return applyGrepMaxCount({ result: { matches }, maxCount });
+  }
+
+  async glob(pattern: string, path = "/"): Promise<GlobResult> {
+    const k = toKey(path);
+    if (k.error !== undefined) return { error: k.error };
+    const view = await this.loadedView();
+    if (view.error !== undefined) return { error: view.error };
+    const files = view.files;
+    const isMatch = createGlobMatcher(pattern, `/${k.key}`);
+    const matched: FileInfo[] = [];
+    for (const key of Object.keys(files)) {
+      if (isMatch(`/${key}`)) matched.push({ path: `/${key}`, is_dir: false });
+    }
+    return { files: matched };
+  }
+
+  async write(filePath: string, content: string): Promise<WriteResult> {
+    const k = toKey(filePath);
+    if (k.error !== undefined) return { error: k.error };
+    if (k.key === "") return { error: `Error: Cannot write to '${filePath}'` };
+    return this.mutate<WriteResult>(async () => {
+      const conflicts = await this.submit([[k.key, content]]);
+      return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: filePath, filesUpdate: null };
+    });
+  }
+
+  async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
+    const k = toKey(filePath);
+    if (k.error !== undefined) return { error: k.error };
+    return this.mutate<EditResult>(async () => {
+      const current = this.lookup(k.key);
+      if (current === undefined) return { error: `Error: File '${filePath}' not found` };
+      const replaced = performStringReplacement(current, oldString, newString, replaceAll);
+      if (typeof replaced === "string") return { error: replaced };
+      const conflicts = await this.submit([[k.key, replaced[0]]]);
+      if (conflicts.length > 0) return { error: describeConflict(conflicts[0]) };
+      return { path: filePath, filesUpdate: null, occurrences: replaced[1] };
+    });
+  }
+
+  async delete(filePath: string): Promise<DeleteResult> {
+    const k = toKey(filePath);
+    if (k.error !== undefined) return { error: k.error };
+    return this.mutate<DeleteResult>(async () => {
+      const prefix = k.key === "" ? "" : `${k.key}/`;
+      const doomed = Object.keys(this.visibleFiles()).filter((key) => key === k.key || key.startsWith(prefix));
+      if (doomed.length === 0) return { error: `Error: File '${filePath}' not found` };
+      await this.submit(doomed.map((key) => [key, null]));
+      return { path: filePath };
+    });
+  }
+
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const responses: FileUploadResponse[] = [];
+    const accepted: Array<[string, string | null]> = [];
+    for (const [path, bytes] of files) {
+      const k = toKey(path);
+      let text: string | undefined;
+      if (k.error === undefined && k.key !== "") {
+        try {
+          text = strictUtf8.decode(bytes);
+        } catch {
+          this.log(`refused ${path}: the Hub stores text and this content is not valid UTF-8`);
+        }
+      }
+      if (k.key === undefined || k.key === "" || text === undefined) {
+        responses.push({ path, error: "invalid_path" });
+        continue;
+      }
+      accepted.push([k.key, text]);
+      responses.push({ path, error: null });
+    }
+    if (accepted.length === 0) return responses;
+    if (this.closed) return responses.map((r) => ({ path: r.path, error: "invalid_path" }));
+    try {
+      await this.load();
+      await this.submit(accepted);
+    } catch (error) {
+      if (!isHubError(error)) throw error;
+      const mapped = toFileOperationError(error);
+      return responses.map((r) => (r.error === null ? { path: r.path, error: mapped } : r));
+    }
+    return responses;
+  }
+
+  async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    try {
+      await this.load();
+    } catch (error) {
+      if (!isHubError(error)) throw error;
+      const mapped = toFileOperationError(error);
+      return paths.map((path) => ({ path, content: null, error: mapped }));
+    }
+    const encoder = new TextEncoder();
+    return paths.map((path) => {
+      const k = toKey(path);
+      if (k.error !== undefined) return { path, content: null, error: "invalid_path" };
+      const content = this.lookup(k.key);
+      if (content === undefined) {
+        const isDir = Object.keys(this.visibleFiles()).some((key) => key.startsWith(`${k.key}/`));
+        return { path, content: null, error: isDir ? "is_directory" : "file_not_found" };
+      }
+      return { path, content: encoder.encode(content), error: null };
+    });
+  }
+}
