@@ -89,3 +89,6 @@ export type {
   AuditEvent,
   RateLimitOptions,
 } from "./policy/index.js";
+export { LocalShellBackend } from "./backends/local-shell.js";
+export type { LocalShellBackendOptions } from "./backends/local-shell.js";
+export { BaseSandbox } from "./backends/sandbox.js";

@@ -30,7 +30,8 @@ export class PathResolver {
     if (this.virtualMode) {
       const check = checkVirtualPath(raw);
       if (check.error !== undefined) throw new BackendPathError(check.error);
-      return { hostPath: path.join(this.root, check.path), shownPath: check.path };
+      const hostPath = check.path === "/" ? this.root : path.join(this.root, check.path);
+      return { hostPath, shownPath: check.path };
     }
     const hostPath = path.resolve(this.root, raw);
     return { hostPath, shownPath: hostPath };
