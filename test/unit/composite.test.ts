@@ -520,3 +520,42 @@ describe("CompositeBackend capabilities", () => {
     expect((await c.mkdir("/a")).error).toBe("Error: '/a' already exists");
   });
 });
+
+describe("CompositeBackend over backendfs' own backends", () => {
+  let dir: string;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), "composite-own-"));
+  });
+  afterEach(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("forwards rename, stat and mkdir to our FilesystemBackend (a real rename(2), sizes in bytes)", async () => {
+    const { FilesystemBackend } = await import("../../src/backends/filesystem.js");
+    const disk = new FilesystemBackend({ rootDir: dir, virtualMode: true });
+    const c = new CompositeBackend(store("d"), { "/disk/": disk });
+    await c.write("/disk/a.txt", "héllo");
+    expect(await c.mkdir("/disk/sub")).toEqual({});
+    expect(await c.rename("/disk/a.txt", "/disk/sub/b.txt")).toEqual({ path: "/disk/sub/b.txt" });
+    expect(await readFile(join(dir, "sub/b.txt"), "utf8")).toBe("héllo");
+    const s = await c.stat("/disk/sub/b.txt");
+    expect(s.stat).toMatchObject({ path: "/disk/sub/b.txt", is_dir: false, size: 6 });
+    expect((await c.stat("/disk/sub")).stat).toMatchObject({ is_dir: true });
+    expect((await c.stat("/disk")).stat).toMatchObject({ path: "/disk", is_dir: true });
+    // Across routes: copy then delete, the bytes intact.
+    expect(await c.rename("/disk/sub/b.txt", "/b.txt")).toEqual({ path: "/b.txt" });
+    expect((await c.read("/b.txt")).content).toBe("héllo");
+    await expect(readFile(join(dir, "sub/b.txt"))).rejects.toThrow();
+  });
+
+  it("routes to our StateBackend and deepagents' StoreBackend side by side", async () => {
+    const { StateBackend } = await import("../../src/backends/state.js");
+    const state = { files: {} as Record<string, unknown> };
+    const c = new CompositeBackend(new StateBackend({ state }), { "/memories/": store("m") });
+    Object.assign(state.files, (await c.write("/notes.md", "state note")).filesUpdate);
+    await c.write("/memories/long.md", "store note");
+    expect(paths((await c.ls("/")).files)).toEqual(["/memories/", "/notes.md"]);
+    expect((await c.grep("note", "/")).matches?.map((m) => m.path)).toEqual(["/notes.md", "/memories/long.md"]);
+    expect(paths((await c.glob("/**/*.md")).files)).toEqual(["/memories/long.md", "/notes.md"]);
+  });
+});
