@@ -199,7 +199,7 @@ describe("StateBackend legacy runtime", () => {
     expect(backend.grep("").matches).toEqual([]);
     expect(backend.edit("/p.png", "a", "b")).toEqual({ error: "Error: Cannot convert binary FileData to string" });
     // deepagents throws on the same call.
-    expect(() => new DeepagentsStateBackend(runtime(filesUpdate)).edit("/p.png", "a", "b")).toThrow();
+    expect(() => new DeepagentsStateBackend(runtime(filesUpdate) as never).edit("/p.png", "a", "b")).toThrow();
   });
 
   it("invalid UTF-8 uploaded under a text name round-trips exactly", () => {
@@ -241,10 +241,10 @@ describe("StateBackend legacy runtime", () => {
   });
 
   it("interoperates with deepagents' StateBackend on the same state", () => {
-    const theirs = new DeepagentsStateBackend(runtime()).write("/from-deepagents.md", "hello");
+    const theirs = new DeepagentsStateBackend(runtime() as never).write("/from-deepagents.md", "hello");
     const ours = new StateBackend(runtime(theirs.filesUpdate as Record<string, FileData>));
     expect(ours.read("/from-deepagents.md")).toMatchObject({ content: "hello", mimeType: "text/markdown" });
-    const back = new DeepagentsStateBackend(runtime(ours.edit("/from-deepagents.md", "hello", "bye").filesUpdate as Record<string, FileData>));
+    const back = new DeepagentsStateBackend(runtime(ours.edit("/from-deepagents.md", "hello", "bye").filesUpdate as Record<string, FileData>) as never);
     expect(back.read("/from-deepagents.md")).toMatchObject({ content: "bye" });
   });
 });
