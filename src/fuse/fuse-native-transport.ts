@@ -1,0 +1,133 @@
+/**
+ * The Transport over fuse-native 2.2.6 (libfuse 2, high-level path API). Mount options and
+ * pitfalls: reference/fuse-notes.md. Raw options (big_writes, max_write, negative_timeout)
+ * go through a `_fuseOptions` override because fuse-native has no switches for them.
+ */
+import { execFile } from "node:child_process";
+import { createRequire } from "node:module";
+import { errnoOf } from "../vfs/index.js";
+import type { KernelOps, Transport, TransportOptions } from "./transport.js";
+
+type Callback = (code: number, ...results: unknown[]) => void;
+
+interface FuseInstance {
+  mount(cb: (err: Error | null) => void): void;
+  unmount(cb: (err: Error | null) => void): void;
+  _fuseOptions(): string;
+}
+
+interface FuseConstructor {
+  new (mountPoint: string, ops: Record<string, unknown>, options: Record<string, unknown>): FuseInstance;
+  unmount(mountPoint: string, cb: (err: Error | null) => void): void;
+}
+
+export class FuseUnavailableError extends Error {}
+
+/** Loads the native addon, explaining what to install when libfuse is missing. */
+export function loadFuseNative(): FuseConstructor {
+  try {
+    return createRequire(import.meta.url)("fuse-native") as FuseConstructor;
+  } catch (err) {
+    const message = (err as Error).message;
+    if (/libfuse\.so/.test(message)) {
+      throw new FuseUnavailableError(`libfuse 2 is not installed (${message}). Install it with: apt-get install -y fuse3 libfuse2`);
+    }
+    throw new FuseUnavailableError(`cannot load fuse-native: ${message}. Reinstall it with: npm rebuild fuse-native (needs apt-get install -y fuse3 libfuse2)`);
+  }
+}
+
+export class FuseNativeTransport implements Transport {
+  private fuse: FuseInstance | undefined;
+  private mountPoint = "";
+
+  async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
+    const Fuse = loadFuseNative();
+    const extra = [
+      "big_writes",
+      `max_write=${options.maxWrite}`,
+      "negative_timeout=0",
+      `entry_timeout=${options.attrTimeoutSec}`,
+      `attr_timeout=${options.attrTimeoutSec}`,
+      `fsname=${options.fsname}`,
+      "subtype=backendfs",
+    ].join(",");
+    const fuse = new Fuse(mountPoint, toFuseNativeOps(ops), {
+      autoUnmount: true,
+      autoCache: true,
+      defaultPermissions: true,
+      allowOther: options.allowOther,
+      force: true,
+      debug: options.debug,
+      timeout: options.requestTimeoutMs,
+    });
+    const base = fuse._fuseOptions.bind(fuse);
+    fuse._fuseOptions = () => {
+      const opts = base();
+      return opts ? `${opts},${extra}` : `-o${extra}`;
+    };
+    await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));
+    this.fuse = fuse;
+    this.mountPoint = mountPoint;
+  }
+
+  async unmount(): Promise<void> {
+    const fuse = this.fuse;
+    if (!fuse) return;
+    this.fuse = undefined;
+    try {
+      await new Promise<void>((resolve, reject) => fuse.unmount((err) => (err ? reject(err) : resolve())));
+    } catch {
+      // fuse-native runs `fusermount -uz`; if that failed, try the root-only lazy umount.
+      await new Promise<void>((resolve) => execFile("umount", ["-l", this.mountPoint], () => resolve()));
+    }
+  }
+}
+
+/** fuse-native's callback ops over promise-based KernelOps (errors become -errno). */
+function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
+  const fail = (cb: Callback, err: unknown) => cb(-errnoOf(err));
+  const done = (promise: Promise<unknown>, cb: Callback) => promise.then(() => cb(0), (err) => fail(cb, err));
+  const toStat = (s: Awaited<ReturnType<KernelOps["getattr"]>>) => ({ ...s, atime: new Date(s.atime), mtime: new Date(s.mtime), ctime: new Date(s.ctime) });
+  return {
+    getattr: (path: string, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(s)), (err) => fail(cb, err)),
+    fgetattr: (path: string, _fd: number, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(s)), (err) => fail(cb, err)),
+    access: (path: string, mode: number, cb: Callback) => done(ops.access(path, mode), cb),
+    statfs: (path: string, cb: Callback) => ops.statfs(path).then((s) => cb(0, s), (err) => fail(cb, err)),
+    readdir: (path: string, cb: Callback) =>
+      ops.readdir(path).then(
+        (entries) => cb(0, entries.map((e) => e.name), entries.map((e) => toStat(e.stat))),
+        (err) => fail(cb, err),
+      ),
+    open: (path: string, flags: number, cb: Callback) => ops.open(path, flags).then((fh) => cb(0, fh), (err) => fail(cb, err)),
+    create: (path: string, mode: number, cb: Callback) => ops.create(path, mode).then((fh) => cb(0, fh), (err) => fail(cb, err)),
+    read: (path: string, fh: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
+      ops.read(path, fh, buf, len, pos).then((n) => cb(n), (err) => fail(cb, err)),
+    write: (path: string, fh: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
+      ops.write(path, fh, buf, len, pos).then((n) => cb(n), (err) => fail(cb, err)),
+    flush: (path: string, fh: number, cb: Callback) => done(ops.flush(path, fh), cb),
+    // fuse-native calls fsync as (path, datasync, fd, cb), not as its README says.
+    fsync: (path: string, datasync: number, fh: number, cb: Callback) => done(ops.fsync(path, fh, Boolean(datasync)), cb),
+    fsyncdir: (_path: string, _datasync: number, _fh: number, cb: Callback) => cb(0),
+    release: (path: string, fh: number, cb: Callback) => done(ops.release(path, fh), cb),
+    releasedir: (_path: string, _fh: number, cb: Callback) => cb(0),
+    opendir: (_path: string, _flags: number, cb: Callback) => cb(0, 0),
+    truncate: (path: string, size: number, cb: Callback) => done(ops.truncate(path, size), cb),
+    ftruncate: (path: string, fh: number, size: number, cb: Callback) => done(ops.ftruncate(path, fh, size), cb),
+    unlink: (path: string, cb: Callback) => done(ops.unlink(path), cb),
+    mkdir: (path: string, mode: number, cb: Callback) => done(ops.mkdir(path, mode), cb),
+    rmdir: (path: string, cb: Callback) => done(ops.rmdir(path), cb),
+    rename: (from: string, to: string, cb: Callback) => done(ops.rename(from, to), cb),
+    utimens: (path: string, atime: number, mtime: number, cb: Callback) => done(ops.utimens(path, atime, mtime), cb),
+    chmod: (path: string, mode: number, cb: Callback) => done(ops.chmod(path, mode), cb),
+    chown: (path: string, uid: number, gid: number, cb: Callback) => done(ops.chown(path, uid, gid), cb),
+    symlink: (target: string, path: string, cb: Callback) => done(ops.symlink(target, path), cb),
+    link: (existing: string, path: string, cb: Callback) => done(ops.link(existing, path), cb),
+    mknod: (path: string, mode: number, dev: number, cb: Callback) => done(ops.mknod(path, mode, dev), cb),
+    readlink: (path: string, cb: Callback) => ops.readlink(path).then((target) => cb(0, target), (err) => fail(cb, err)),
+    // No extended attributes on a virtual backend.
+    setxattr: (_p: string, _n: string, _v: Buffer, _pos: number, _f: number, cb: Callback) => cb(-95),
+    getxattr: (_p: string, _n: string, _pos: number, cb: Callback) => cb(-61),
+    listxattr: (_p: string, cb: Callback) => cb(0, []),
+    removexattr: (_p: string, _n: string, cb: Callback) => cb(-61),
+  };
+}

@@ -1,0 +1,156 @@
+/**
+ * Mounting a backend: checks that give a clear message for every bad input (no /dev/fuse,
+ * no libfuse, missing/used/non-empty mount point), recovery of a stale mount left by a
+ * crash, and an asynchronous unmount that uploads whatever is still dirty.
+ */
+import { execFile } from "node:child_process";
+import { constants, promises as fs } from "node:fs";
+import path from "node:path";
+import { Vfs, type VfsOptions } from "../vfs/index.js";
+import { FuseNativeTransport, loadFuseNative } from "./fuse-native-transport.js";
+import { createKernelOps } from "./ops.js";
+import type { Transport } from "./transport.js";
+
+export class MountError extends Error {
+  override name = "MountError";
+}
+
+export interface MountOptions {
+  mountPoint: string;
+  /** Any deepagents backend (V1 or V2), optionally with the capabilities. */
+  backend: ConstructorParameters<typeof Vfs>[0];
+  vfs?: VfsOptions;
+  /** Kernel entry/attribute TTL (seconds); defaults to the vfs attribute TTL. */
+  attrTimeoutSec?: number;
+  /** Largest write request; 128 KiB is libfuse 2's ceiling. */
+  maxWrite?: number;
+  allowOther?: boolean;
+  /** Mount over a directory that has entries (they are hidden while mounted). */
+  nonEmpty?: boolean;
+  /** Log every kernel operation. */
+  verbose?: boolean;
+  debug?: boolean;
+  log?: (line: string) => void;
+  transport?: Transport;
+}
+
+export interface Mounted {
+  mountPoint: string;
+  vfs: Vfs;
+  /** Detaches the mount (asynchronously), then uploads any file still dirty. */
+  unmount(): Promise<void>;
+}
+
+export async function mount(options: MountOptions): Promise<Mounted> {
+  const mountPoint = path.resolve(options.mountPoint);
+  const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
+  await checkFuseAvailable();
+  await prepareMountPoint(mountPoint, Boolean(options.nonEmpty), log);
+
+  const vfs = new Vfs(options.backend, { ...options.vfs, log: options.vfs?.log ?? log });
+  const attrTimeoutMs = options.vfs?.attrTimeoutMs ?? 1000;
+  const backendTimeoutMs = options.vfs?.backendTimeoutMs ?? 10_000;
+  const transport = options.transport ?? new FuseNativeTransport();
+  try {
+    await transport.mount(mountPoint, createKernelOps(vfs, { verbose: options.verbose, log }), {
+      attrTimeoutSec: options.attrTimeoutSec ?? attrTimeoutMs / 1000,
+      maxWrite: options.maxWrite ?? 131072,
+      fsname: "backendfs",
+      allowOther: Boolean(options.allowOther),
+      // Above the vfs's backend timeout, so callers get the vfs's EIO, not ETIMEDOUT.
+      requestTimeoutMs: backendTimeoutMs * 3 + 5000,
+      debug: Boolean(options.debug),
+    });
+  } catch (err) {
+    await vfs.close().catch(() => undefined);
+    throw new MountError(`cannot mount ${mountPoint}: ${(err as Error).message}`);
+  }
+
+  let unmounting: Promise<void> | undefined;
+  return {
+    mountPoint,
+    vfs,
+    unmount: () =>
+      (unmounting ??= (async () => {
+        await transport.unmount();
+        await vfs.close();
+      })()),
+  };
+}
+
+/** /dev/fuse, fusermount and libfuse 2, each with the fix spelled out when missing. */
+export async function checkFuseAvailable(): Promise<void> {
+  try {
+    await fs.access("/dev/fuse", constants.R_OK | constants.W_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new MountError(
+      code === "ENOENT"
+        ? "/dev/fuse does not exist: load the kernel module (modprobe fuse), or run the container with --device /dev/fuse --cap-add SYS_ADMIN"
+        : `/dev/fuse is not accessible (${code}): make it mode 0666 or run as root`,
+    );
+  }
+  if (!(await findOnPath("fusermount"))) {
+    throw new MountError("fusermount is not installed: apt-get install -y fuse3 (it provides fusermount3 and the fusermount link)");
+  }
+  try {
+    loadFuseNative();
+  } catch (err) {
+    throw new MountError((err as Error).message);
+  }
+}
+
+async function findOnPath(program: string): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? "/usr/bin:/bin").split(":")) {
+    const candidate = path.join(dir || ".", program);
+    try {
+      await fs.access(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+/** True when the path is itself a mount point (in this process's mount table). */
+export async function isMountPoint(dir: string): Promise<boolean> {
+  const table = await fs.readFile("/proc/self/mountinfo", "utf8").catch(() => "");
+  const target = path.resolve(dir);
+  return table.split("\n").some((line) => unescapeMountPath(line.split(" ")[4] ?? "") === target);
+}
+
+function unescapeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+}
+
+export function lazyUnmount(dir: string): Promise<void> {
+  return new Promise((resolve) =>
+    execFile("fusermount", ["-uz", dir], (err) => {
+      if (!err) return resolve();
+      execFile("umount", ["-l", dir], () => resolve());
+    }),
+  );
+}
+
+async function prepareMountPoint(mountPoint: string, nonEmpty: boolean, log: (line: string) => void): Promise<void> {
+  let stat;
+  try {
+    stat = await fs.stat(mountPoint);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw new MountError(`mount point does not exist: ${mountPoint} (create it first: mkdir -p ${mountPoint})`);
+    if (code !== "ENOTCONN" && code !== "ECONNABORTED" && code !== "ENXIO") throw new MountError(`cannot use mount point ${mountPoint}: ${(err as Error).message}`);
+    // A daemon died and left its mount behind ("Transport endpoint is not connected").
+    log(`recovering stale mount at ${mountPoint}`);
+    await lazyUnmount(mountPoint);
+    stat = await fs.stat(mountPoint).catch((e: Error) => {
+      throw new MountError(`stale mount at ${mountPoint} could not be recovered: ${e.message}`);
+    });
+  }
+  if (!stat.isDirectory()) throw new MountError(`mount point is not a directory: ${mountPoint}`);
+  if (await isMountPoint(mountPoint)) throw new MountError(`already mounted: ${mountPoint} (unmount it first: backendfs unmount ${mountPoint})`);
+  if (!nonEmpty && (await fs.readdir(mountPoint)).length > 0) {
+    throw new MountError(`mount point is not empty: ${mountPoint} (its files would be hidden; use an empty directory or --non-empty)`);
+  }
+}

@@ -1,0 +1,78 @@
+/** The table of kernel operations: each one a vfs call, optionally logged (-v). */
+import { FsError, type Vfs } from "../vfs/index.js";
+import type { KernelOps } from "./transport.js";
+
+export interface OpsOptions {
+  /** Log every kernel operation with its outcome and duration. */
+  verbose?: boolean;
+  log?: (line: string) => void;
+}
+
+const notPossible = (what: string) => () => Promise.reject(new FsError("EPERM", `${what} are not supported on a virtual backend`));
+
+export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
+  const ops: KernelOps = {
+    getattr: (path) => vfs.getattr(path),
+    access: (path, mode) => vfs.access(path, mode),
+    readdir: (path) => vfs.readdir(path),
+    statfs: async () => vfs.statfs(),
+    open: (path, flags) => vfs.open(path, flags),
+    create: (path, mode) => vfs.create(path, mode),
+    read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
+    write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
+    flush: (_path, fh) => vfs.flush(fh),
+    fsync: (_path, fh) => vfs.fsync(fh),
+    release: (_path, fh) => vfs.release(fh),
+    truncate: (path, size) => vfs.truncate(path, size),
+    ftruncate: (_path, fh, size) => vfs.ftruncate(fh, size),
+    unlink: (path) => vfs.unlink(path),
+    mkdir: (path, mode) => vfs.mkdir(path, mode),
+    rmdir: (path) => vfs.rmdir(path),
+    rename: (from, to) => vfs.rename(from, to),
+    utimens: (path, atime, mtime) => vfs.utimens(path, atime, mtime),
+    chmod: (path, mode) => vfs.chmod(path, mode),
+    chown: (path, uid, gid) => vfs.chown(path, uid, gid),
+    symlink: notPossible("symlinks"),
+    link: notPossible("hard links"),
+    mknod: notPossible("special files"),
+    readlink: () => Promise.reject(new FsError("EINVAL", "not a symlink")),
+  };
+  const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
+  if (!options.verbose) {
+    // Errors other than the everyday ENOENT still reach the log.
+    return wrap(ops, (name, args, err) => {
+      if (err !== undefined && !(err instanceof FsError && (err.code === "ENOENT" || err.code === "EEXIST" || err.code === "ENOTEMPTY"))) {
+        log(`${name} ${String(args[0])}: ${describe(err)}`);
+      }
+    });
+  }
+  return wrap(ops, (name, args, err, ms) => {
+    const shown = args.filter((a) => !Buffer.isBuffer(a)).map((a) => (typeof a === "string" ? a : String(a)));
+    log(`${name}(${shown.join(", ")}) ${err === undefined ? "ok" : describe(err)} ${ms.toFixed(2)}ms`);
+  });
+}
+
+function describe(err: unknown): string {
+  if (err instanceof FsError) return `${err.code} (${err.message})`;
+  return `EIO (${err instanceof Error ? err.stack ?? err.message : String(err)})`;
+}
+
+type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
+
+function wrap(ops: KernelOps, observe: Observer): KernelOps {
+  const wrapped = {} as Record<string, unknown>;
+  for (const [name, fn] of Object.entries(ops) as Array<[string, (...args: unknown[]) => Promise<unknown>]>) {
+    wrapped[name] = async (...args: unknown[]) => {
+      const start = performance.now();
+      try {
+        const result = await fn(...args);
+        observe(name, args, undefined, performance.now() - start);
+        return result;
+      } catch (err) {
+        observe(name, args, err, performance.now() - start);
+        throw err;
+      }
+    };
+  }
+  return wrapped as unknown as KernelOps;
+}

@@ -1,0 +1,54 @@
+/**
+ * The kernel bridge behind one small interface, so that the vfs never depends on a FUSE
+ * library. Handlers are promise-based and throw FsError; a transport turns that into errno.
+ */
+import type { VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
+
+export interface KernelOps {
+  getattr(path: string): Promise<VfsStat>;
+  access(path: string, mode: number): Promise<void>;
+  readdir(path: string): Promise<VfsDirEntry[]>;
+  statfs(path: string): Promise<VfsStatfs>;
+  open(path: string, flags: number): Promise<number>;
+  create(path: string, mode: number): Promise<number>;
+  read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
+  write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
+  flush(path: string, fh: number): Promise<void>;
+  fsync(path: string, fh: number, datasync: boolean): Promise<void>;
+  release(path: string, fh: number): Promise<void>;
+  truncate(path: string, size: number): Promise<void>;
+  ftruncate(path: string, fh: number, size: number): Promise<void>;
+  unlink(path: string): Promise<void>;
+  mkdir(path: string, mode: number): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void>;
+  chmod(path: string, mode: number): Promise<void>;
+  chown(path: string, uid: number, gid: number): Promise<void>;
+  /** Kinds of file a virtual backend cannot hold: they fail with EPERM. */
+  symlink(target: string, path: string): Promise<void>;
+  link(existing: string, path: string): Promise<void>;
+  mknod(path: string, mode: number, dev: number): Promise<void>;
+  readlink(path: string): Promise<string>;
+}
+
+export interface TransportOptions {
+  /** Kernel entry/attribute cache TTL in seconds (fractions allowed). */
+  attrTimeoutSec: number;
+  /** Largest write request (bytes). */
+  maxWrite: number;
+  /** Name shown in /proc/mounts and df. */
+  fsname: string;
+  allowOther: boolean;
+  /** Per-request ceiling in the transport itself (ms); the vfs's backend timeout is shorter. */
+  requestTimeoutMs: number;
+  /** libfuse debug output. */
+  debug: boolean;
+}
+
+export interface Transport {
+  /** Resolves once the kernel serves the mount. */
+  mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void>;
+  /** Asynchronous unmount (never blocks the loop that serves the mount). */
+  unmount(): Promise<void>;
+}

@@ -1,0 +1,84 @@
+/**
+ * One open file of the mount, shared by every handle on its path (so appenders and readers
+ * on one file see one content). Writes land in a growable buffer that is uploaded whole at
+ * flush/fsync; a failed upload keeps it dirty for the next try.
+ */
+export class OpenFile {
+  /** Handles open on this file. */
+  refs = 0;
+  /** The content; null until first read or write loads it. */
+  data: Buffer | null = null;
+  length = 0;
+  /** Not yet uploaded since the last change. */
+  dirty = false;
+  /** Created by the mount and never uploaded: the backend does not know it yet. */
+  local = false;
+  /** Unlinked or replaced: readers keep their data, nothing is uploaded any more. */
+  detached = false;
+  /** `data` is also held by the page cache or an upload in flight: copy before writing. */
+  shared = false;
+  /** Bumped by every change; an upload clears `dirty` only if nothing changed meanwhile. */
+  changes = 0;
+  mtimeMs = Date.now();
+  /** The backend version the content was loaded from. */
+  version: string | undefined;
+  loading: Promise<void> | null = null;
+  uploading: Promise<void> | null = null;
+
+  constructor(public path: string) {}
+
+  get loaded(): boolean {
+    return this.data !== null;
+  }
+
+  content(): Buffer {
+    return (this.data ?? Buffer.alloc(0)).subarray(0, this.length);
+  }
+
+  /** Replaces the content (a load, or O_TRUNC of a file not yet read). */
+  adopt(bytes: Uint8Array, version: string | undefined): void {
+    this.data = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.length = bytes.byteLength;
+    this.shared = true;
+    this.version = version;
+  }
+
+  write(src: Uint8Array, position: number): void {
+    const end = position + src.byteLength;
+    this.reserve(end);
+    if (position > this.length) this.data!.fill(0, this.length, position);
+    this.data!.set(src, position);
+    if (end > this.length) this.length = end;
+    this.touch();
+  }
+
+  truncate(size: number): void {
+    const keep = Math.min(size, this.length);
+    this.length = keep;
+    this.reserve(size);
+    this.data!.fill(0, keep, size);
+    this.length = size;
+    this.touch();
+  }
+
+  private touch(): void {
+    this.dirty = true;
+    this.changes++;
+    this.mtimeMs = Date.now();
+  }
+
+  /**
+   * Own a private buffer of at least `size` bytes holding the current content. Growth
+   * doubles (capped at +64 MiB) so that appends and sequential writes stay linear.
+   */
+  private reserve(size: number): void {
+    const data = this.data;
+    if (data && !this.shared && data.byteLength >= size) return;
+    const needed = Math.max(size, this.length);
+    const capacity = data && data.byteLength >= needed ? needed : Math.min(2 * needed, needed + (64 << 20));
+    const next = Buffer.allocUnsafe(Math.max(capacity, 1));
+    if (data) data.copy(next, 0, 0, this.length);
+    this.data = next;
+    this.shared = false;
+  }
+}

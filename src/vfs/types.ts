@@ -1,0 +1,56 @@
+/** What the vfs hands to a transport: plain numbers, no kernel library types. */
+
+export const S_IFDIR = 0o040000;
+export const S_IFREG = 0o100000;
+
+export interface VfsStat {
+  mode: number;
+  size: number;
+  nlink: number;
+  uid: number;
+  gid: number;
+  /** Milliseconds since the epoch (the kernel bridge has millisecond resolution). */
+  atime: number;
+  mtime: number;
+  ctime: number;
+  blksize: number;
+  blocks: number;
+}
+
+export interface VfsStatfs {
+  bsize: number;
+  frsize: number;
+  blocks: number;
+  bfree: number;
+  bavail: number;
+  files: number;
+  ffree: number;
+  favail: number;
+  namemax: number;
+}
+
+export interface VfsDirEntry {
+  name: string;
+  stat: VfsStat;
+}
+
+export type AccessOperation = "read" | "write";
+
+/** Decides whether the mount may read or write a path (the config's permission rules). */
+export type AccessCheck = (operation: AccessOperation, path: string) => boolean;
+
+export interface VfsOptions {
+  /** Attribute and directory cache TTL (ms); changes made elsewhere show within it. */
+  attrTimeoutMs?: number;
+  /** Page cache bound in bytes. */
+  cacheSizeBytes?: number;
+  /** Bound on every backend call (ms); past it the operation fails with EIO. */
+  backendTimeoutMs?: number;
+  /** Owner shown for every entry (the mount cannot learn the caller's identity). */
+  uid?: number;
+  gid?: number;
+  /** Permission rules: a denied read or write fails with EACCES. */
+  access?: AccessCheck;
+  /** Where the vfs reports failures it cannot return to anyone (release, watch). */
+  log?: (line: string) => void;
+}

@@ -1,0 +1,798 @@
+/**
+ * POSIX semantics over one BackendProtocolV2 (DESIGN.md, "Semantics of the mount"):
+ * close-to-open, whole-file write-back at flush/fsync, implicit directories, rename with the
+ * backend's atomic `rename` or copy-then-delete, a page cache keyed by version and an
+ * attribute/directory cache with a TTL. Methods throw FsError; transports turn it into errno.
+ */
+import { LRUCache } from "lru-cache";
+import {
+  adaptBackendProtocol,
+  basenameOf,
+  canMkdir,
+  canRename,
+  canStat,
+  canSync,
+  canTrackChanges,
+  canWatch,
+  checkVirtualPath,
+  fileDataToBytes,
+  isPathWithin,
+  parentOf,
+  type AnyBackendProtocol,
+  type BackendProtocolV2,
+  type FileInfo,
+} from "../protocol/index.js";
+import { backendError, FsError, toFsError } from "./errno.js";
+import { OpenFile } from "./open-file.js";
+import { PageCache } from "./page-cache.js";
+import { withTimeout } from "./timeout.js";
+import { S_IFDIR, S_IFREG, type AccessOperation, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
+
+interface Attr {
+  isDir: boolean;
+  size: number;
+  mtimeMs: number;
+  version: string;
+}
+
+/** A directory listing: name -> is it a directory. */
+type Listing = Map<string, boolean>;
+
+/** Metadata the backend cannot store, kept for the mount's lifetime (SEMANTICS.md). */
+interface Overlay {
+  mode?: number;
+  atimeMs?: number;
+  mtimeMs?: number;
+}
+
+interface Handle {
+  file: OpenFile;
+  writable: boolean;
+}
+
+const O_ACCMODE = 3;
+const O_WRONLY = 1;
+const O_RDWR = 2;
+const O_TRUNC = 0o1000;
+
+/** libfuse2 renames unlinked-but-open files to this prefix; the vfs keeps them local. */
+const HIDDEN_PREFIX = ".fuse_hidden";
+
+const DEFAULTS = {
+  attrTimeoutMs: 1000,
+  cacheSizeBytes: 256 * 1024 * 1024,
+  backendTimeoutMs: 10_000,
+};
+
+export class Vfs {
+  readonly backend: BackendProtocolV2;
+  private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
+  private readonly pages: PageCache;
+  private readonly attrs: LRUCache<string, Attr>;
+  private readonly listings: LRUCache<string, Listing>;
+  /** Directories that exist only because the mount made them (or a route root). */
+  private readonly implicitDirs = new Set<string>();
+  /** Directories that must never be removed or renamed (composite route roots). */
+  private readonly pinnedDirs = new Set<string>();
+  private readonly overlays = new Map<string, Overlay>();
+  /** The last ls entry seen per path (size and time for stat-less backends). */
+  private readonly lsInfo = new LRUCache<string, FileInfo>({ max: 200_000 });
+  private readonly files = new Map<string, OpenFile>();
+  private readonly handles = new Map<number, Handle>();
+  private nextHandle = 1;
+  private localVersion = 0;
+  private readonly mountedAt = Date.now();
+  private stopWatching: (() => void) | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+
+  constructor(backend: AnyBackendProtocol, options: VfsOptions = {}) {
+    this.backend = "ls" in backend && typeof backend.ls === "function" ? (backend as BackendProtocolV2) : adaptBackendProtocol(backend);
+    this.options = {
+      attrTimeoutMs: options.attrTimeoutMs ?? DEFAULTS.attrTimeoutMs,
+      cacheSizeBytes: options.cacheSizeBytes ?? DEFAULTS.cacheSizeBytes,
+      backendTimeoutMs: options.backendTimeoutMs ?? DEFAULTS.backendTimeoutMs,
+      uid: options.uid ?? process.getuid?.() ?? 0,
+      gid: options.gid ?? process.getgid?.() ?? 0,
+      access: options.access,
+      log: options.log,
+    };
+    this.pages = new PageCache(this.options.cacheSizeBytes);
+    // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
+    const ttl = Math.max(1, this.options.attrTimeoutMs);
+    this.attrs = new LRUCache<string, Attr>({ max: 200_000, ttl });
+    this.listings = new LRUCache<string, Listing>({ max: 20_000, ttl });
+    const routes = (this.backend as { routePrefixes?: unknown }).routePrefixes;
+    if (Array.isArray(routes)) {
+      for (const route of routes) {
+        if (typeof route !== "string") continue;
+        const dir = checkVirtualPath(route).path;
+        if (dir && dir !== "/") {
+          // A route root and every directory above it exist whatever the routed backend holds.
+          for (let d = dir; d !== "/"; d = parentOf(d)) {
+            this.implicitDirs.add(d);
+            this.pinnedDirs.add(d);
+          }
+        }
+      }
+    }
+    this.subscribe();
+  }
+
+  // ---- attributes and directories ----
+
+  async getattr(path: string): Promise<VfsStat> {
+    return this.toStat(path, await this.attr(path));
+  }
+
+  async access(path: string, _mode: number): Promise<void> {
+    await this.attr(path);
+  }
+
+  async readdir(path: string): Promise<VfsDirEntry[]> {
+    this.check("read", path);
+    const attr = await this.attr(path);
+    if (!attr.isDir) throw new FsError("ENOTDIR", path);
+    const listing = await this.listing(path, false);
+    const entries: VfsDirEntry[] = [];
+    for (const [name, isDir] of this.merged(path, listing)) {
+      const child = join(path, name);
+      const cached = this.fileAttr(child) ?? this.attrs.get(child);
+      const stat = cached ? this.toStat(child, cached) : this.toStat(child, { isDir, size: 0, mtimeMs: this.mountedAt, version: "" });
+      entries.push({ name, stat });
+    }
+    return entries;
+  }
+
+  statfs(): VfsStatfs {
+    const big = 2 ** 31;
+    return { bsize: 4096, frsize: 4096, blocks: big, bfree: big, bavail: big, files: 1 << 24, ffree: 1 << 24, favail: 1 << 24, namemax: 255 };
+  }
+
+  // ---- open files ----
+
+  async open(path: string, flags: number): Promise<number> {
+    const writable = (flags & O_ACCMODE) === O_WRONLY || (flags & O_ACCMODE) === O_RDWR;
+    this.check(writable ? "write" : "read", path);
+    const attr = await this.attr(path);
+    if (attr.isDir && writable) throw new FsError("EISDIR", path);
+    const file = this.acquire(path);
+    // A file changed elsewhere since we loaded it is read afresh (close-to-open).
+    if (!file.dirty && !file.local && file.refs === 1 && file.loaded && file.version !== attr.version) file.data = null;
+    if (writable && flags & O_TRUNC && !file.detached) file.truncate(0);
+    return this.addHandle(file, writable);
+  }
+
+  async create(path: string, _mode: number): Promise<number> {
+    this.check("write", path);
+    const parent = await this.attr(parentOf(path));
+    if (!parent.isDir) throw new FsError("ENOTDIR", path);
+    const existed = this.files.has(path) || (await this.exists(path));
+    const file = this.acquire(path);
+    if (!file.loaded) file.adopt(new Uint8Array(0), undefined);
+    file.local = !existed;
+    file.truncate(0);
+    this.addToListing(path, false);
+    return this.addHandle(file, true);
+  }
+
+  async read(fh: number, target: Buffer, length: number, position: number): Promise<number> {
+    const file = this.handle(fh).file;
+    await this.load(file);
+    const available = file.length - position;
+    if (available <= 0) return 0;
+    const n = Math.min(length, available);
+    file.data!.copy(target, 0, position, position + n);
+    return n;
+  }
+
+  async write(fh: number, source: Buffer, length: number, position: number): Promise<number> {
+    const handle = this.handle(fh);
+    if (!handle.writable) throw new FsError("EBADF", handle.file.path);
+    const file = handle.file;
+    await this.load(file);
+    file.write(source.subarray(0, length), position);
+    this.dropOverlayTimes(file.path);
+    return length;
+  }
+
+  async ftruncate(fh: number, size: number): Promise<void> {
+    const file = this.handle(fh).file;
+    this.check("write", file.path);
+    if (size > 0) await this.load(file);
+    else if (!file.loaded) file.adopt(new Uint8Array(0), file.version);
+    file.truncate(size);
+    this.dropOverlayTimes(file.path);
+  }
+
+  /** close(2): upload what was written; the error (if any) is close's error. */
+  async flush(fh: number): Promise<void> {
+    const handle = this.handle(fh);
+    if (handle.writable) await this.upload(handle.file);
+  }
+
+  async fsync(fh: number): Promise<void> {
+    await this.upload(this.handle(fh).file);
+    if (canSync(this.backend)) {
+      const result = await this.call("sync", () => (this.backend as unknown as { sync(): { error?: string } | Promise<{ error?: string }> }).sync());
+      if (result.error) throw backendError(result.error, "sync");
+    }
+  }
+
+  async release(fh: number): Promise<void> {
+    const handle = this.handles.get(fh);
+    if (!handle) return;
+    this.handles.delete(fh);
+    const file = handle.file;
+    file.refs--;
+    if (file.refs > 0) return;
+    if (file.dirty && !file.detached) {
+      try {
+        await this.upload(file);
+      } catch (err) {
+        // Kept dirty and in memory: the next open/flush/fsync of the path retries.
+        this.options.log?.(`release ${file.path}: upload failed, data kept for the next flush: ${(err as Error).message}`);
+        return;
+      }
+    }
+    if (file.refs === 0 && this.files.get(file.path) === file) this.files.delete(file.path);
+  }
+
+  // ---- namespace ----
+
+  async truncate(path: string, size: number): Promise<void> {
+    this.check("write", path);
+    const attr = await this.attr(path);
+    if (attr.isDir) throw new FsError("EISDIR", path);
+    const fh = this.addHandle(this.acquire(path), true);
+    try {
+      await this.ftruncate(fh, size);
+      await this.upload(this.handle(fh).file);
+    } finally {
+      await this.release(fh);
+    }
+  }
+
+  async unlink(path: string): Promise<void> {
+    this.check("write", path);
+    const file = this.files.get(path);
+    if (basenameOf(path).startsWith(HIDDEN_PREFIX) && file?.detached) {
+      this.files.delete(path);
+      return;
+    }
+    const attr = await this.attr(path);
+    if (attr.isDir) throw new FsError("EISDIR", path);
+    if (!file?.local) await this.deleteInBackend(path);
+    if (file) this.detach(file);
+    this.forget(path);
+    this.keepParent(path);
+  }
+
+  async mkdir(path: string, _mode: number): Promise<void> {
+    this.check("write", path);
+    if (await this.exists(path)) throw new FsError("EEXIST", path);
+    const parent = await this.attr(parentOf(path));
+    if (!parent.isDir) throw new FsError("ENOTDIR", path);
+    if (canMkdir(this.backend)) {
+      const backend = this.backend as unknown as { mkdir(p: string): { error?: string } | Promise<{ error?: string }> };
+      const result = await this.call("mkdir", () => backend.mkdir(path));
+      if (result.error && backendError(result.error, "mkdir").code !== "ENOTSUP") throw backendError(result.error, `mkdir ${path}`);
+      if (result.error) this.implicitDirs.add(path);
+    } else {
+      this.implicitDirs.add(path);
+    }
+    this.attrs.delete(path);
+    this.addToListing(path, true);
+  }
+
+  async rmdir(path: string): Promise<void> {
+    this.check("write", path);
+    if (path === "/" || this.pinnedDirs.has(path)) throw new FsError("EBUSY", path);
+    const attr = await this.attr(path);
+    if (!attr.isDir) throw new FsError("ENOTDIR", path);
+    const listing = await this.listing(path, true);
+    if (this.merged(path, listing).size > 0) throw new FsError("ENOTEMPTY", path);
+    // A directory the backend lists is real (a disk) and removed there; else it was implicit.
+    const real = (await this.listing(parentOf(path), true)).get(basenameOf(path)) === true;
+    if (real) await this.deleteInBackend(path);
+    else if (!this.implicitDirs.has(path)) throw new FsError("ENOENT", path);
+    this.implicitDirs.delete(path);
+    this.forget(path);
+    this.listings.delete(path);
+    this.keepParent(path);
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    this.check("write", from);
+    this.check("write", to);
+    if (from === to) return;
+    const source = this.files.get(from);
+    if (basenameOf(to).startsWith(HIDDEN_PREFIX) && source) return this.hide(source, to);
+    if (this.pinnedDirs.has(from) || this.pinnedDirs.has(to)) throw new FsError("EBUSY", from);
+    if (isPathWithin(to, from)) throw new FsError("EINVAL", `${from} -> ${to}`);
+    const fromAttr = await this.attr(from);
+    const toAttr = await this.attr(to).catch((err: unknown) => {
+      if (err instanceof FsError && err.code === "ENOENT") return undefined;
+      throw err;
+    });
+    if (toAttr) {
+      if (fromAttr.isDir && !toAttr.isDir) throw new FsError("ENOTDIR", to);
+      if (!fromAttr.isDir && toAttr.isDir) throw new FsError("EISDIR", to);
+      if (toAttr.isDir && this.merged(to, await this.listing(to, true)).size > 0) throw new FsError("ENOTEMPTY", to);
+    }
+    const toParent = await this.attr(parentOf(to));
+    if (!toParent.isDir) throw new FsError("ENOTDIR", to);
+    // The backend must hold what the mount wrote before anything moves.
+    for (const file of this.filesWithin(from)) if (file.dirty || file.local) await this.upload(file);
+    if (toAttr?.isDir) await this.removeEmptyDir(to);
+
+    if (fromAttr.isDir) await this.renameDir(from, to);
+    else await this.renameFile(from, to, Boolean(toAttr));
+
+    // Open files follow their path; a file that was replaced keeps its readers' data.
+    const replaced = this.files.get(to);
+    if (replaced) this.detach(replaced);
+    for (const file of this.filesWithin(from)) {
+      this.files.delete(file.path);
+      file.path = to + file.path.slice(from.length);
+      this.files.set(file.path, file);
+    }
+    this.moveOverlays(from, to);
+    this.forget(from);
+    this.forget(to);
+    if (fromAttr.isDir) {
+      this.attrs.clear();
+      this.listings.clear();
+    } else {
+      this.addToListing(to, false);
+    }
+    this.keepParent(from);
+  }
+
+  async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
+    this.check("write", path);
+    await this.attr(path);
+    const overlay = this.overlay(path);
+    overlay.atimeMs = atimeMs;
+    overlay.mtimeMs = mtimeMs;
+  }
+
+  async chmod(path: string, mode: number): Promise<void> {
+    this.check("write", path);
+    await this.attr(path);
+    this.overlay(path).mode = mode & 0o7777;
+  }
+
+  async chown(path: string, uid: number, gid: number): Promise<void> {
+    await this.attr(path);
+    const keeps = (wanted: number, own: number) => wanted === -1 || wanted === 0xffffffff || wanted === own;
+    if (!keeps(uid, this.options.uid) || !keeps(gid, this.options.gid)) throw new FsError("EPERM", `chown ${path}: ownership is fixed`);
+  }
+
+  /** Uploads everything still dirty (a clean unmount) and stops change tracking. */
+  async close(): Promise<void> {
+    this.stopWatching?.();
+    clearInterval(this.pollTimer);
+    const failures: string[] = [];
+    for (const file of this.files.values()) {
+      if (!file.dirty || file.detached) continue;
+      try {
+        await this.upload(file);
+      } catch (err) {
+        failures.push(`${file.path}: ${(err as Error).message}`);
+      }
+    }
+    if (failures.length > 0) throw new FsError("EIO", `unsaved files: ${failures.join("; ")}`);
+  }
+
+  /** Forgets every cached attribute, listing and page (a manual "refresh now"). */
+  invalidate(paths: string[] | "all" = "all"): void {
+    if (paths === "all") {
+      this.attrs.clear();
+      this.listings.clear();
+      this.pages.clear();
+      return;
+    }
+    for (const raw of paths) {
+      const path = checkVirtualPath(raw).path;
+      if (!path) continue;
+      this.forget(path);
+      this.listings.delete(path);
+    }
+  }
+
+  /** Dirty files (written, not yet uploaded), for diagnostics and tests. */
+  dirtyPaths(): string[] {
+    return [...this.files.values()].filter((f) => f.dirty && !f.detached).map((f) => f.path);
+  }
+
+  // ---- internals: metadata ----
+
+  private async attr(path: string): Promise<Attr> {
+    const open = this.fileAttr(path);
+    if (open) return open;
+    const cached = this.attrs.get(path);
+    if (cached) return cached;
+    if (path === "/") return this.dirAttr();
+    const parent = parentOf(path);
+    const name = basenameOf(path);
+    const parentListing = this.listings.get(parent);
+    // A fresh listing of the parent answers "does it exist" without a round trip.
+    if (parentListing) {
+      const isDir = parentListing.get(name);
+      if (isDir === undefined && !this.implicitDirs.has(path)) throw new FsError("ENOENT", path);
+      if (isDir !== false) return this.remember(path, this.dirAttr());
+    }
+    if (canStat(this.backend)) {
+      const backend = this.backend as unknown as { stat(p: string): import("../protocol/index.js").StatResult | Promise<import("../protocol/index.js").StatResult> };
+      const result = await this.call("stat", () => backend.stat(path));
+      if (result.error) throw backendError(result.error, `stat ${path}`);
+      const stat = result.stat;
+      if (!stat) {
+        if (this.implicitDirs.has(path)) return this.dirAttr();
+        throw new FsError("ENOENT", path);
+      }
+      if (stat.is_dir) return this.remember(path, this.dirAttr(stat.modified_at));
+      const mtimeMs = parseTime(stat.modified_at) ?? this.mountedAt;
+      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version: stat.version ?? `${stat.modified_at ?? ""}|${stat.size}` });
+    }
+    if (this.implicitDirs.has(path)) return this.dirAttr();
+    const listing = parentListing ?? (await this.listing(parent, false));
+    const info = listing.get(name);
+    if (info === undefined) throw new FsError("ENOENT", path);
+    if (info) return this.remember(path, this.dirAttr());
+    // Without `stat`, ls sizes may be UTF-16 units: the exact byte size needs the content.
+    const entry = this.lsInfo.get(path);
+    const version = `${entry?.modified_at ?? ""}|${entry?.size ?? ""}`;
+    const bytes = this.pages.get(path, version) ?? (await this.download(path));
+    this.pages.set(path, version, bytes);
+    return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
+  }
+
+  /** Attributes of a path the mount holds open with known content. */
+  private fileAttr(path: string): Attr | undefined {
+    const file = this.files.get(path);
+    if (!file || !(file.loaded || file.local)) return undefined;
+    if (!file.dirty && !file.local && !file.detached && file.version !== undefined) {
+      const cached = this.attrs.get(path);
+      if (cached && cached.version !== file.version) return undefined;
+    }
+    return { isDir: false, size: file.length, mtimeMs: file.mtimeMs, version: file.version ?? "open" };
+  }
+
+  private dirAttr(modifiedAt?: string): Attr {
+    return { isDir: true, size: 4096, mtimeMs: parseTime(modifiedAt) ?? this.mountedAt, version: "" };
+  }
+
+  private remember(path: string, attr: Attr): Attr {
+    this.attrs.set(path, attr);
+    return attr;
+  }
+
+  private async exists(path: string): Promise<boolean> {
+    try {
+      await this.attr(path);
+      return true;
+    } catch (err) {
+      if (err instanceof FsError && err.code === "ENOENT") return false;
+      throw err;
+    }
+  }
+
+  private async listing(dir: string, fresh: boolean): Promise<Listing> {
+    if (!fresh) {
+      const cached = this.listings.get(dir);
+      if (cached) return cached;
+    }
+    const result = await this.call("ls", () => this.backend.ls(dir));
+    if (result.error) throw backendError(result.error, `ls ${dir}`);
+    const listing: Listing = new Map();
+    for (const info of result.files ?? []) {
+      const isDir = Boolean(info.is_dir) || info.path.endsWith("/");
+      const name = basenameOf(info.path.endsWith("/") ? info.path.slice(0, -1) : info.path);
+      if (name === "" || name === "." || name === "..") continue;
+      listing.set(name, isDir);
+      if (!isDir) this.lsInfo.set(join(dir, name), info);
+    }
+    this.listings.set(dir, listing);
+    return listing;
+  }
+
+  /** A backend listing plus what only the mount knows: implicit dirs, files not yet uploaded. */
+  private merged(dir: string, listing: Listing): Listing {
+    const all: Listing = new Map(listing);
+    for (const implicit of this.implicitDirs) if (parentOf(implicit) === dir && implicit !== dir) all.set(basenameOf(implicit), true);
+    for (const file of this.files.values()) {
+      if (file.detached) continue;
+      if (parentOf(file.path) === dir && (file.local || file.dirty)) all.set(basenameOf(file.path), false);
+    }
+    return all;
+  }
+
+  private addToListing(path: string, isDir: boolean): void {
+    this.listings.get(parentOf(path))?.set(basenameOf(path), isDir);
+  }
+
+  /** Drops what the caches know about a path (not its parent listing entry). */
+  private forget(path: string): void {
+    this.attrs.delete(path);
+    this.pages.drop(path);
+    this.lsInfo.delete(path);
+    this.listings.get(parentOf(path))?.delete(basenameOf(path));
+  }
+
+  /**
+   * In key-value backends a directory exists only while something is in it; after the
+   * mount removes its last entry the directory is remembered, as on a disk.
+   */
+  private keepParent(path: string): void {
+    const parent = parentOf(path);
+    if (parent !== "/" && !canMkdir(this.backend)) this.implicitDirs.add(parent);
+  }
+
+  private toStat(path: string, attr: Attr): VfsStat {
+    const overlay = this.overlays.get(path);
+    const perm = overlay?.mode ?? (attr.isDir ? 0o755 : 0o644);
+    const mtime = overlay?.mtimeMs ?? attr.mtimeMs;
+    return {
+      mode: (attr.isDir ? S_IFDIR : S_IFREG) | perm,
+      size: attr.size,
+      nlink: attr.isDir ? 2 : 1,
+      uid: this.options.uid,
+      gid: this.options.gid,
+      atime: overlay?.atimeMs ?? mtime,
+      mtime,
+      ctime: mtime,
+      blksize: 4096,
+      blocks: Math.ceil(attr.size / 512),
+    };
+  }
+
+  private overlay(path: string): Overlay {
+    let overlay = this.overlays.get(path);
+    if (!overlay) this.overlays.set(path, (overlay = {}));
+    return overlay;
+  }
+
+  private dropOverlayTimes(path: string): void {
+    const overlay = this.overlays.get(path);
+    if (overlay) overlay.atimeMs = overlay.mtimeMs = undefined;
+  }
+
+  private moveOverlays(from: string, to: string): void {
+    this.overlays.delete(to);
+    for (const [path, overlay] of [...this.overlays]) {
+      if (!isPathWithin(path, from)) continue;
+      this.overlays.delete(path);
+      this.overlays.set(to + path.slice(from.length), overlay);
+    }
+  }
+
+  // ---- internals: content ----
+
+  private acquire(path: string): OpenFile {
+    let file = this.files.get(path);
+    if (!file) this.files.set(path, (file = new OpenFile(path)));
+    file.refs++;
+    return file;
+  }
+
+  private addHandle(file: OpenFile, writable: boolean): number {
+    const fh = this.nextHandle++;
+    this.handles.set(fh, { file, writable });
+    return fh;
+  }
+
+  private handle(fh: number): Handle {
+    const handle = this.handles.get(fh);
+    if (!handle) throw new FsError("EBADF", `handle ${fh}`);
+    return handle;
+  }
+
+  /** Fills an open file from the page cache or the backend (once, shared by concurrent reads). */
+  private async load(file: OpenFile): Promise<void> {
+    if (file.loaded || file.detached) return;
+    if (!file.loading) {
+      file.loading = (async () => {
+        const path = file.path;
+        this.check("read", path);
+        const attr = await this.attr(path);
+        if (file.loaded) return;
+        const bytes = this.pages.get(path, attr.version) ?? (await this.download(path));
+        if (file.loaded) return;
+        this.pages.set(path, attr.version, bytes);
+        file.adopt(bytes, attr.version);
+        file.mtimeMs = attr.mtimeMs;
+      })().finally(() => {
+        file.loading = null;
+      });
+    }
+    await file.loading;
+  }
+
+  private async download(path: string): Promise<Uint8Array> {
+    const backend = this.backend;
+    if (backend.downloadFiles) {
+      const [response] = await this.call("downloadFiles", () => backend.downloadFiles!([path]));
+      if (!response) throw new FsError("EIO", `download ${path}: no response`);
+      if (response.error || !response.content) throw backendError(response.error ?? "file_not_found", `download ${path}`);
+      return response.content;
+    }
+    const result = await this.call("readRaw", () => backend.readRaw(path));
+    if (result.error || !result.data) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    return fileDataToBytes(result.data);
+  }
+
+  /** Uploads a dirty file whole; serialized per file; a failure leaves it dirty. */
+  private async upload(file: OpenFile): Promise<void> {
+    while (file.uploading) await file.uploading.catch(() => undefined);
+    if (!file.dirty || file.detached) return;
+    const backend = this.backend;
+    if (!backend.uploadFiles) throw new FsError("EROFS", `${file.path}: the backend cannot store bytes (no uploadFiles)`);
+    const path = file.path;
+    const changes = file.changes;
+    const bytes = file.content();
+    file.shared = true;
+    file.uploading = (async () => {
+      const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[path, bytes]]));
+      if (!response) throw new FsError("EIO", `upload ${path}: no response`);
+      if (response.error) throw backendError(response.error, `upload ${path}`);
+      if (file.changes === changes) file.dirty = false;
+      file.local = false;
+      const version = `mount:${++this.localVersion}`;
+      file.version = version;
+      this.pages.set(path, version, bytes);
+      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version });
+      this.addToListing(path, false);
+    })().finally(() => {
+      file.uploading = null;
+    });
+    await file.uploading;
+  }
+
+  private detach(file: OpenFile): void {
+    file.detached = true;
+    file.dirty = false;
+    if (this.files.get(file.path) === file) this.files.delete(file.path);
+  }
+
+  /** libfuse's unlink of an open file: remove it from the backend, keep it for its readers. */
+  private async hide(file: OpenFile, hiddenPath: string): Promise<void> {
+    await this.load(file);
+    if (!file.local) await this.deleteInBackend(file.path);
+    this.forget(file.path);
+    this.keepParent(file.path);
+    this.files.delete(file.path);
+    file.detached = true;
+    file.dirty = false;
+    file.path = hiddenPath;
+    this.files.set(hiddenPath, file);
+  }
+
+  private async deleteInBackend(path: string): Promise<void> {
+    const backend = this.backend;
+    if (!backend.delete) throw new FsError("EPERM", `${path}: the backend cannot delete`);
+    const result = await this.call("delete", () => backend.delete!(path));
+    if (result.error && backendError(result.error, "delete").code !== "ENOENT") throw backendError(result.error, `delete ${path}`);
+  }
+
+  private async removeEmptyDir(path: string): Promise<void> {
+    if (this.implicitDirs.delete(path)) return;
+    await this.deleteInBackend(path);
+  }
+
+  private async renameFile(from: string, to: string, replacing: boolean): Promise<void> {
+    if (canRename(this.backend)) {
+      const backend = this.backend as unknown as { rename(a: string, b: string): { error?: string } | Promise<{ error?: string }> };
+      const result = await this.call("rename", () => backend.rename(from, to));
+      if (!result.error) return;
+      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
+    }
+    // Copy then delete: the target is whole before the source goes (never a half file).
+    const open = this.files.get(from);
+    const bytes = open?.loaded ? open.content() : await this.download(from);
+    const backend = this.backend;
+    if (!backend.uploadFiles) throw new FsError("EROFS", `${to}: the backend cannot store bytes`);
+    const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[to, bytes]]));
+    if (response?.error) throw backendError(response.error, `rename ${from} -> ${to}`);
+    void replacing;
+    await this.deleteInBackend(from);
+  }
+
+  private async renameDir(from: string, to: string): Promise<void> {
+    if (canRename(this.backend)) {
+      const backend = this.backend as unknown as { rename(a: string, b: string): { error?: string } | Promise<{ error?: string }> };
+      const result = await this.call("rename", () => backend.rename(from, to));
+      if (!result.error) {
+        this.moveImplicitDirs(from, to);
+        return;
+      }
+      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
+    }
+    // Non-atomic fallback: every file is copied, then the old tree removed.
+    const files = await this.walk(from);
+    for (const file of files) await this.renameFile(file, to + file.slice(from.length), false);
+    if (canMkdir(this.backend)) await this.deleteInBackend(from);
+    this.moveImplicitDirs(from, to);
+    this.implicitDirs.add(to);
+  }
+
+  private moveImplicitDirs(from: string, to: string): void {
+    for (const dir of [...this.implicitDirs]) {
+      if (!isPathWithin(dir, from)) continue;
+      this.implicitDirs.delete(dir);
+      this.implicitDirs.add(to + dir.slice(from.length));
+    }
+  }
+
+  private async walk(dir: string): Promise<string[]> {
+    const out: string[] = [];
+    for (const [name, isDir] of await this.listing(dir, true)) {
+      const path = join(dir, name);
+      if (isDir) out.push(...(await this.walk(path)));
+      else out.push(path);
+    }
+    return out;
+  }
+
+  private *filesWithin(dir: string): Iterable<OpenFile> {
+    for (const file of [...this.files.values()]) if (isPathWithin(file.path, dir)) yield file;
+  }
+
+  // ---- internals: plumbing ----
+
+  private check(operation: AccessOperation, path: string): void {
+    if (this.options.access && !this.options.access(operation, path)) throw new FsError("EACCES", `permission denied for ${operation} on ${path}`);
+  }
+
+  private call<T>(label: string, run: () => T | Promise<T>): Promise<T> {
+    return withTimeout(label, this.options.backendTimeoutMs, run);
+  }
+
+  /** Changes made elsewhere: a watch feed, else polling changesSince at the attribute TTL. */
+  private subscribe(): void {
+    const onChange = (changed: string[] | "all") => {
+      if (changed === "all") this.invalidate("all");
+      else this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
+    };
+    if (canWatch(this.backend)) {
+      try {
+        this.stopWatching = (this.backend as unknown as { watch(cb: typeof onChange): () => void }).watch(onChange);
+      } catch (err) {
+        this.options.log?.(`watch failed: ${toFsError(err, "watch").message}`);
+      }
+      return;
+    }
+    if (!canTrackChanges(this.backend)) return;
+    const tracker = this.backend as unknown as { changesSince(t: string | null): import("../protocol/index.js").ChangeSet | Promise<import("../protocol/index.js").ChangeSet> };
+    let token: string | null = null;
+    let busy = false;
+    const poll = async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const set = await this.call("changesSince", () => tracker.changesSince(token));
+        if (token !== null) onChange(set.changed);
+        token = set.token;
+      } catch (err) {
+        this.options.log?.(`changesSince failed: ${(err as Error).message}`);
+      } finally {
+        busy = false;
+      }
+    };
+    void poll();
+    this.pollTimer = setInterval(() => void poll(), Math.max(250, this.options.attrTimeoutMs));
+    this.pollTimer.unref();
+  }
+}
+
+function join(dir: string, name: string): string {
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
+}
+
+function parseTime(value: string | undefined): number | undefined {
+  if (!value) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
