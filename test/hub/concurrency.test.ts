@@ -1,0 +1,183 @@
+/** Several writers on one repo through the emulator: nothing acknowledged is ever lost. */
+import { ContextHubBackend as DeepAgentsContextHubBackend } from "deepagents";
+import { afterEach, describe, expect, it } from "vitest";
+import { ContextHubBackend } from "../../src/backends/context-hub.js";
+import type { HubEmulator } from "../../src/hub-emulator/index.js";
+import { emulatorPool, hubClient, quiet } from "./helpers.js";
+
+const pool = emulatorPool();
+afterEach(() => pool.closeAll());
+
+const enc = (s: string) => new TextEncoder().encode(s);
+
+function ours(emu: HubEmulator, log: (line: string) => void = quiet): ContextHubBackend {
+  return new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), writeBack: true, log });
+}
+
+function hubFiles(emu: HubEmulator): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const [p, e] of Object.entries(emu.store.pull("emulator", "repo").files)) if (e.type === "file") files[p] = e.content;
+  return files;
+}
+
+async function seed(emu: HubEmulator, files: Record<string, string>): Promise<void> {
+  const entries = Object.fromEntries(Object.entries(files).map(([p, content]) => [p, { type: "file" as const, content }]));
+  await hubClient(emu).pushAgent("repo", { files: entries });
+}
+
+describe("concurrent writers", () => {
+  it("different files from two backends both land", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "base.md": "base\n" });
+    const a = ours(emu);
+    const b = ours(emu);
+    await Promise.all([a.read("/base.md"), b.read("/base.md")]);
+    await a.uploadFiles([["/a.md", enc("from a")]]);
+    await b.uploadFiles([["/b.md", enc("from b")]]);
+    expect(await Promise.all([a.sync(), b.sync()])).toEqual([{}, {}]);
+    expect(hubFiles(emu)).toEqual({ "base.md": "base\n", "a.md": "from a", "b.md": "from b" });
+  });
+
+  it("the same file changed in different places merges cleanly (three-way, on lines)", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "plan.md": "one\ntwo\nthree\nfour\nfive\n" });
+    const a = ours(emu);
+    const b = ours(emu);
+    await Promise.all([a.read("/plan.md"), b.read("/plan.md")]);
+    await a.uploadFiles([["/plan.md", enc("ONE\ntwo\nthree\nfour\nfive\n")]]);
+    expect(await a.sync()).toEqual({});
+    await b.uploadFiles([["/plan.md", enc("one\ntwo\nthree\nfour\nFIVE\n")]]);
+    expect(await b.sync()).toEqual({});
+    expect(hubFiles(emu)["plan.md"]).toBe("ONE\ntwo\nthree\nfour\nFIVE\n");
+    expect((await b.read("/plan.md")).content).toBe("ONE\ntwo\nthree\nfour\nFIVE\n");
+  });
+
+  it("overlapping changes keep both: theirs at the path, ours as a conflict copy, sync fails once, a log line says so", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "notes/plan.md": "a\nb\nc\n" });
+    const lines: string[] = [];
+    const a = ours(emu);
+    const b = ours(emu, (l) => lines.push(l));
+    await Promise.all([a.read("/notes/plan.md"), b.read("/notes/plan.md")]);
+    await a.uploadFiles([["/notes/plan.md", enc("a\nB from a\nc\n")]]);
+    expect(await a.sync()).toEqual({});
+    await b.uploadFiles([["/notes/plan.md", enc("a\nB from b\nc\n")]]);
+    const outcome = await b.sync();
+    const files = hubFiles(emu);
+    const copy = Object.keys(files).find((p) => /^notes\/plan\.conflict-[0-9a-f]{8}\.md$/.test(p));
+    expect(copy).toBeDefined();
+    expect(files["notes/plan.md"]).toBe("a\nB from a\nc\n");
+    expect(files[copy as string]).toBe("a\nB from b\nc\n");
+    expect(outcome.error).toContain(`this version is kept at '/${copy}'`);
+    expect(lines.some((l) => l.includes("Conflict: '/notes/plan.md'"))).toBe(true);
+    expect(await b.sync()).toEqual({});
+    // b now sees the Hub's version at the path
+    expect((await b.read("/notes/plan.md")).content).toBe("a\nB from a\nc\n");
+  });
+
+  it("a delete loses to a concurrent change; a change wins over a concurrent delete", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "x.md": "x\n", "y.md": "y\n" });
+    const a = ours(emu);
+    const b = ours(emu);
+    await Promise.all([a.read("/x.md"), b.read("/x.md")]);
+    await a.uploadFiles([["/x.md", enc("x changed\n")]]);
+    await a.delete("/y.md");
+    expect(await a.sync()).toEqual({});
+    await b.delete("/x.md");
+    await b.uploadFiles([["/y.md", enc("y changed\n")]]);
+    expect(await b.sync()).toEqual({});
+    expect(hubFiles(emu)).toEqual({ "x.md": "x changed\n", "y.md": "y changed\n" });
+  });
+
+  it("works next to deepagents' own ContextHubBackend on the same repo", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "AGENTS.md": "intro\nmiddle\nend\n" });
+    const theirs = new DeepAgentsContextHubBackend("repo", { client: hubClient(emu, { retries: false }) });
+    const mine = ours(emu);
+    await Promise.all([theirs.read("/AGENTS.md"), mine.read("/AGENTS.md")]);
+    expect((await theirs.write("/from-deepagents.md", "da")).error).toBeUndefined();
+    expect((await theirs.edit("/AGENTS.md", "intro", "INTRO")).error).toBeUndefined();
+    await mine.uploadFiles([["/from-backendfs.md", enc("bf")]]);
+    expect((await mine.edit("/AGENTS.md", "end", "END")).error).toBeUndefined();
+    expect(await mine.sync()).toEqual({});
+    expect(hubFiles(emu)).toEqual({
+      "AGENTS.md": "INTRO\nmiddle\nEND\n",
+      "from-deepagents.md": "da",
+      "from-backendfs.md": "bf",
+    });
+    // deepagents, stale now, replays its edit on a 409 and keeps ours
+    expect((await theirs.edit("/AGENTS.md", "middle", "MIDDLE")).error).toBeUndefined();
+    expect(hubFiles(emu)["AGENTS.md"]).toBe("INTRO\nMIDDLE\nEND\n");
+    expect((await theirs.read("/from-backendfs.md")).content).toBe("bf");
+  });
+
+  it("randomized: 4 writers x 200 operations, every acknowledged write present in place or as a conflict copy", async () => {
+    const emu = await pool.start();
+    const shared = ["s0.md", "s1.md", "s2.md", "dir/s3.md", "dir/s4.txt"];
+    await seed(emu, Object.fromEntries(shared.map((p) => [p, `base ${p} 1\nbase ${p} 2\nbase ${p} 3\n`])));
+    let seed32 = 0x5eed1234;
+    const random = (): number => {
+      // mulberry32
+      seed32 = (seed32 + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed32 ^ (seed32 >>> 15), 1 | seed32);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
+    const acknowledged: Array<{ path: string; token: string }> = [];
+    let conflictReports = 0;
+
+    async function writer(w: number): Promise<ContextHubBackend> {
+      const backend = ours(emu);
+      for (let op = 0; op < 200; op++) {
+        const path = pick(shared);
+        const token = `w${w}-op${op}`;
+        const kind = random();
+        if (kind < 0.45) {
+          const current = ((await backend.read(`/${path}`)).content as string) ?? "";
+          const lines = current.split(/(?<=\n)/);
+          lines.splice(Math.floor(random() * (lines.length + 1)), 0, `${token}\n`);
+          const [res] = await backend.uploadFiles([[`/${path}`, enc(lines.join(""))]]);
+          if (res.error === null) acknowledged.push({ path, token });
+        } else if (kind < 0.75) {
+          const current = ((await backend.read(`/${path}`)).content as string) ?? "";
+          const anchor = pick(current.split("\n").filter((l) => l !== ""));
+          const res = await backend.edit(`/${path}`, `${anchor}\n`, `${anchor}\n${token}\n`);
+          if (res.error === undefined) acknowledged.push({ path, token });
+        } else if (kind < 0.9) {
+          if ((await backend.sync()).error) conflictReports++;
+        } else if (kind < 0.95) {
+          await backend.changesSince(null);
+        } else {
+          await new Promise((r) => setTimeout(r, Math.floor(random() * 60)));
+        }
+      }
+      return backend;
+    }
+
+    const writers = await Promise.all([0, 1, 2, 3].map(writer));
+    for (const backend of writers) {
+      for (let i = 0; i < 5; i++) {
+        const outcome = await backend.sync();
+        if (!outcome.error) break;
+        conflictReports++;
+      }
+    }
+    const files = hubFiles(emu);
+    const lost = acknowledged.filter(({ path, token }) => {
+      const dot = path.lastIndexOf(".");
+      const copyPrefix = `${path.slice(0, dot)}.conflict-`;
+      return !Object.entries(files).some(
+        ([p, content]) => (p === path || (p.startsWith(copyPrefix) && p.endsWith(path.slice(dot)))) && content.split("\n").includes(token),
+      );
+    });
+    expect(acknowledged.length).toBeGreaterThan(300);
+    expect(lost).toEqual([]);
+    expect(emu.commitCount("repo")).toBeGreaterThan(4);
+    console.log(
+      `randomized: ${acknowledged.length} acknowledged writes, ${emu.commitCount("repo")} commits, ` +
+        `${emu.requests.filter((r) => r.status === 409).length} 409s, ${Object.keys(files).filter((p) => p.includes(".conflict-")).length} conflict copies, ${conflictReports} conflict reports`,
+    );
+  }, 120_000);
+});
