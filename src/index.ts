@@ -92,3 +92,5 @@ export type {
 export { LocalShellBackend } from "./backends/local-shell.js";
 export type { LocalShellBackendOptions } from "./backends/local-shell.js";
 export { BaseSandbox } from "./backends/sandbox.js";
+export { ContextHubBackend } from "./backends/context-hub.js";
+export type { ContextHubBackendOptions, ContextHubClient, HubFileInfo } from "./backends/context-hub.js";
