@@ -392,7 +392,7 @@ export class CompositeBackend implements BackendProtocolV2 {
       const result = await source.backend.rename(source.innerPath, target.innerPath);
       return result.error ? result : { path: to };
     }
-    const result = await moveAcrossBackends(source, target);
+    const result = await moveAcrossBackends({ ...source, label: from }, { ...target, label: to });
     return result.error ? result : { path: to };
   }
 

@@ -9,6 +9,8 @@ import type { BackendProtocolV2 } from "../protocol/index.js";
 export interface MoveEnd {
   backend: BackendProtocolV2;
   innerPath: string;
+  /** The path as the caller named it, for messages. */
+  label: string;
 }
 
 function joinPath(dir: string, rel: string): string {
@@ -22,17 +24,17 @@ async function sourceFiles(source: MoveEnd): Promise<{ error?: string; files?: A
   const [single] = await backend.downloadFiles([innerPath]);
   if (single?.content) return { files: [["", single.content]] };
   if (single?.error && single.error !== "file_not_found" && single.error !== "is_directory") {
-    return { error: `Error: cannot read '${innerPath}': ${single.error}` };
+    return { error: `Error: cannot read '${source.label}': ${single.error}` };
   }
   const listing = await backend.glob("**", innerPath);
   if (listing.error) return { error: listing.error };
   const dir = innerPath.endsWith("/") ? innerPath : innerPath + "/";
   const paths = (listing.files ?? []).filter((f) => !f.is_dir && f.path.startsWith(dir)).map((f) => f.path);
-  if (paths.length === 0) return { error: `Error: File '${innerPath}' not found` };
+  if (paths.length === 0) return { error: `Error: File '${source.label}' not found` };
   const downloads = await backend.downloadFiles(paths);
   const files: Array<[string, Uint8Array]> = [];
   for (const d of downloads) {
-    if (!d.content) return { error: `Error: cannot read '${d.path}': ${d.error ?? "no content"}` };
+    if (!d.content) return { error: `Error: cannot read '${source.label}${d.path.slice(innerPath.length)}': ${d.error ?? "no content"}` };
     files.push([d.path.slice(dir.length), d.content]);
   }
   return { files };
@@ -50,7 +52,7 @@ export async function moveAcrossBackends(source: MoveEnd, target: MoveEnd): Prom
   ]);
   const responses = await target.backend.uploadFiles(uploads);
   const failed = responses.find((r) => r.error);
-  if (failed) return { error: `Error: copy to '${failed.path}' failed (${failed.error}); the source was left in place` };
+  if (failed) return { error: `Error: copy to '${target.label}' failed at '${failed.path}' (${failed.error}); the source was left in place` };
 
   const deleted = await source.backend.delete(source.innerPath);
   if (deleted.error) return { error: `Error: copied, but deleting the source failed: ${deleted.error}` };

@@ -478,7 +478,7 @@ describe("CompositeBackend capabilities", () => {
     const r = await c.rename("/m/keep.txt", "/ro/keep.txt");
     expect(r.error).toBe("Error: the target backend does not support uploadFiles");
     expect((await c.read("/m/keep.txt")).content).toBe("keep");
-    expect((await c.rename("/m/none.txt", "/x.txt")).error).toBe("Error: File '/none.txt' not found");
+    expect((await c.rename("/m/none.txt", "/x.txt")).error).toBe("Error: File '/m/none.txt' not found");
     expect((await c.rename("/m", "/n")).error).toContain("mount point");
   });
 
