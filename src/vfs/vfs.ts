@@ -526,7 +526,7 @@ export class Vfs {
    */
   private keepParent(path: string): void {
     const parent = parentOf(path);
-    if (parent !== "/" && !canMkdir(this.backend)) this.implicitDirs.add(parent);
+    if (parent !== "/") this.implicitDirs.add(parent);
   }
 
   private toStat(path: string, attr: Attr): VfsStat {
