@@ -25,9 +25,8 @@ const localShell: HarnessFactory = async () => {
 /** deepagents' LocalShellBackend has its own glob: directories included, paths relative to the search path. */
 const localShellGlob = "LocalShellBackend.glob lists directories and returns paths relative to the search path";
 const localShellKnownBroken = {
-  "braces expand and dotfiles match": localShellGlob,
   "the pattern is relative to the search path": localShellGlob,
-  "results are files only": localShellGlob,
+  "matching directories are listed with is_dir": localShellGlob,
 };
 const composite = (inner: HarnessFactory, fallback?: HarnessFactory) =>
   compositeFactory(inner, (d, routes) => new CompositeBackend(d, routes), fallback);
@@ -36,7 +35,7 @@ describeBackendConformance("deepagents StateBackend (graph)", state, memory);
 describeBackendConformance("deepagents StateBackend (legacy)", legacyState, memory);
 describeBackendConformance("deepagents StoreBackend", store, memory);
 describeBackendConformance("deepagents FilesystemBackend (virtual)", filesystem, disk);
-describeBackendConformance("deepagents LocalShellBackend (virtual)", localShell, { ...disk, upstreamKnownBroken: localShellKnownBroken });
+describeBackendConformance("deepagents LocalShellBackend (virtual)", localShell, { ...disk, globDirectories: true, upstreamKnownBroken: localShellKnownBroken });
 describeBackendConformance("deepagents Composite /r/ -> State (graph)", composite(state, store), memory);
 describeBackendConformance("deepagents Composite /r/ -> Store", composite(store), memory);
 describeBackendConformance("deepagents Composite /r/ -> Filesystem", composite(filesystem), disk);

@@ -24,6 +24,8 @@ export interface ConformanceOptions {
   exactBytes?: boolean;
   /** A disk behind the backend (harness.rootDir): virtual paths, or host paths (non-virtual). */
   disk?: "virtual" | "host";
+  /** glob also lists matching directories (`is_dir: true`), as deepagents' LocalShellBackend does. */
+  globDirectories?: boolean;
   /** deepagents' own backend: documented fixes are not asserted. */
   upstream?: boolean;
   /** Upstream only: tests this deepagents backend is known to fail, with the reason. */
@@ -73,7 +75,7 @@ export interface Ctx {
   }>;
 }
 
-function makeCtx(h: BackendHarness): Ctx {
+function makeCtx(h: BackendHarness, options: ConformanceOptions): Ctx {
   const b = h.backend;
   const p = (path: string) => h.toBackend(path);
   const v = (path: string) => h.fromBackend(path);
@@ -107,8 +109,9 @@ function makeCtx(h: BackendHarness): Ctx {
     async glob(pattern, path) {
       const r = await b.glob(pattern, path === undefined ? undefined : p(path));
       expect(r.error).toBeUndefined();
-      for (const f of r.files ?? []) expect(f.is_dir ?? false, f.path).toBe(false);
-      return sortInfos(r.files);
+      const files = (r.files ?? []).filter((f) => !(options.globDirectories && f.is_dir));
+      for (const f of files) expect(f.is_dir ?? false, f.path).toBe(false);
+      return sortInfos(files);
     },
     async grep(pattern, path = "/", glob = null, maxCount = null) {
       const r = await b.grep(pattern, path === null ? null : p(path), glob, maxCount);
@@ -131,7 +134,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
     it(title, async () => {
       const h = await factory();
       try {
-        await h.run(() => body(makeCtx(h)));
+        await h.run(() => body(makeCtx(h, options)));
       } finally {
         await h.cleanup();
       }
@@ -454,6 +457,14 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         fixed(FIXES.oneGlob, "a leading / makes the pattern absolute", async (c) => {
           await c.put(tree);
           expect(await c.glob(c.p("/docs/*.md"))).toEqual(["/docs/c.md"]);
+        });
+      }
+      if (options.globDirectories) {
+        check("matching directories are listed with is_dir", async (c) => {
+          await c.put(tree);
+          const r = await c.b.glob("docs/*");
+          const dirs = (r.files ?? []).filter((f) => f.is_dir).map((f) => c.h.fromBackend(f.path).replace(/\/$/, ""));
+          expect(dirs.sort()).toEqual(["/docs/.hidden", "/docs/deep"]);
         });
       }
       check("results are files only", async (c) => {

@@ -1,5 +1,9 @@
 /** Fresh-backend factories of backendfs' own backends, shared by conformance, property and interop tests. */
+import { InMemoryStore } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { LocalShellBackend } from "../../src/backends/local-shell.js";
+import { StoreBackend } from "../../src/backends/store.js";
+import { SqliteStore } from "../../src/stores/sqlite-store.js";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { StateBackend } from "../../src/backends/state.js";
 import { CompositeBackend } from "../../src/backends/composite.js";
@@ -11,6 +15,26 @@ import type { HarnessFactory } from "./harness.js";
 export const stateInGraph: HarnessFactory = async () => graphHarness(new StateBackend());
 
 export const stateLegacy: HarnessFactory = async () => legacyStateHarness((runtime) => new StateBackend(runtime));
+
+export const storeInMemory: HarnessFactory = async () =>
+  plainHarness(new StoreBackend({ store: new InMemoryStore(), namespace: ["conformance"] }));
+
+/** A StoreBackend on our SqliteStore in a temp directory. */
+export const storeSqlite: HarnessFactory = async () => {
+  const tmp = await makeTempRoot();
+  const store = new SqliteStore(`${tmp.base}/store.db`);
+  return plainHarness(new StoreBackend({ store, namespace: ["conformance"] }), {
+    cleanup: async () => {
+      await store.stop();
+      await tmp.remove();
+    },
+  });
+};
+
+export const localShell: HarnessFactory = async () => {
+  const tmp = await makeTempRoot();
+  return plainHarness(new LocalShellBackend({ rootDir: tmp.root, virtualMode: true }), { rootDir: tmp.root, cleanup: tmp.remove });
+};
 
 export function filesystem(virtualMode: boolean, ripgrep?: boolean): HarnessFactory {
   return async () => {
