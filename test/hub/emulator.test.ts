@@ -119,3 +119,29 @@ describe("hub emulator with the real langsmith client", () => {
     expect(emu.requests.slice(before).map((r) => r.status)).toEqual([503, 200]);
   });
 });
+
+describe("backendfs hub-emulator command", () => {
+  it("serves the Hub on the given port with the given keys and persists to --data", async () => {
+    const { runHubEmulator } = await import("../../src/cli/commands/hub-emulator.js");
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "hub-cli-"));
+    let stop!: () => void;
+    const stopped = new Promise<void>((r) => (stop = r));
+    let banner = "";
+    const running = runHubEmulator({ port: 0, host: "127.0.0.1", data: dir, tenant: "me", "api-key": ["k1"] }, stopped, (t) => {
+      banner += t;
+    });
+    try {
+      await expect.poll(() => banner).toContain("listening on http://127.0.0.1:");
+      const apiUrl = /listening on (\S+)/.exec(banner)?.[1] as string;
+      const c = new Client({ apiUrl, apiKey: "k1" });
+      await c.pushAgent("cli-repo", { files: { a: { type: "file", content: "1" } } });
+      expect((await c.pullAgent("me/cli-repo")).files.a).toEqual({ type: "file", content: "1" });
+      await expect(new Client({ apiUrl, apiKey: "other" }).pullAgent("cli-repo")).rejects.toMatchObject({ status: 401 });
+    } finally {
+      stop();
+      await running;
+    }
+    expect(await fs.readdir(path.join(dir, "repos", "me", "cli-repo"))).toContain("repo.json");
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+});
