@@ -120,6 +120,22 @@ function storeValueOf(data: FileData): Record<string, unknown> {
     : { content: data.content, created_at: data.created_at, modified_at: data.modified_at };
 }
 
+/**
+ * `store.batch(ops)`. Inside a graph LangGraph hands out an AsyncBatchedStore, whose `batch`
+ * throws; its single operations issued in one tick are sent to the wrapped store as one
+ * batch, which keeps the one-batch property.
+ */
+async function runBatch(store: BaseStore, ops: Operation[]): Promise<unknown[]> {
+  if ((store as { lg_name?: unknown }).lg_name !== "AsyncBatchedStore") return store.batch(ops);
+  return Promise.all(
+    ops.map((op) => {
+      if (!("key" in op)) throw new Error("Only get, put and delete operations are batched here");
+      if (!("value" in op)) return store.get(op.namespace, op.key);
+      return op.value === null ? store.delete(op.namespace, op.key) : store.put(op.namespace, op.key, op.value);
+    }),
+  );
+}
+
 export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, ChangeTracking {
   private readonly stateAndStore: StateAndStore | undefined;
   private readonly storeOverride: BaseStore | undefined;
@@ -232,7 +248,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   private async getFiles(store: BaseStore, namespace: string[], keys: string[]): Promise<FilesMap> {
     const files: FilesMap = Object.create(null) as FilesMap;
     if (keys.length === 0) return files;
-    const items = (await store.batch(keys.map((key) => ({ namespace, key })))) as Array<Item | null>;
+    const items = (await runBatch(store, keys.map((key) => ({ namespace, key })))) as Array<Item | null>;
     items.forEach((item, i) => {
       const data = item ? fileDataOf(item) : undefined;
       if (data) files[keys[i]!] = data;
@@ -246,7 +262,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       const data = update[key];
       return { namespace, key, value: data ? storeValueOf(data) : null };
     });
-    await store.batch(ops);
+    await runBatch(store, ops);
   }
 
   async ls(path: string): Promise<LsResult> {
@@ -380,25 +396,25 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   /**
-   * Paths changed since `token`, from item timestamps. The token is `<latest updatedAt ms>:<item
-   * count>`. Deletions leave no timestamp, so when the count shows one the answer is "all".
+   * Paths changed since `token`, from item timestamps. The token is `<latest updatedAt
+   * ms>:<item count>:<items created in that ms>`. Deletions leave no timestamp: when the count
+   * shows one, the answer is "all". Items written in the token's own millisecond are reported
+   * again (never missed).
    */
   async changesSince(token: string | null): Promise<ChangeSet> {
     const items = await this.listItems(this.getStore(), this.getNamespace());
     let latest = 0;
     for (const item of items) latest = Math.max(latest, item.updatedAt.getTime());
-    const next = `${latest}:${items.length}`;
-    const [sinceText, countText] = (token ?? "").split(":");
-    const since = Number(sinceText);
-    const count = Number(countText);
-    if (token === null || !Number.isFinite(since) || !Number.isFinite(count) || countText === undefined) {
+    const createdIn = (ms: number) => items.filter((item) => item.createdAt.getTime() === ms).length;
+    const next = `${latest}:${items.length}:${createdIn(latest)}`;
+    const [since, count, createdAtSince] = (token ?? "").split(":").map(Number);
+    if (token === null || since === undefined || count === undefined || createdAtSince === undefined || [since, count, createdAtSince].some(Number.isNaN)) {
       return { token: next, changed: "all" };
     }
-    // ">=": an item written in the same millisecond as the token is reported again, never missed.
-    const changed = items.filter((item) => item.updatedAt.getTime() >= since);
-    const created = changed.filter((item) => item.createdAt.getTime() >= since).length;
+    const created = items.filter((item) => item.createdAt.getTime() > since).length + createdIn(since) - createdAtSince;
     if (items.length < count + created) return { token: next, changed: "all" };
-    return { token: next, changed: changed.map((item) => item.key) };
+    const changed = items.filter((item) => item.updatedAt.getTime() >= since).map((item) => item.key);
+    return { token: next, changed };
   }
 
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
