@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { InMemoryStore } from "@langchain/langgraph-checkpoint";
+import { InMemoryStore, type Item, type Operation } from "@langchain/langgraph-checkpoint";
 import { SqliteStore } from "../../src/stores/sqlite-store.js";
 
 let dir: string;
@@ -94,13 +94,13 @@ describe("SqliteStore", () => {
   it("applies batches: reads see the state before the batch's puts, later puts win", async () => {
     const store = open();
     await store.put(["n"], "k", { v: 0 });
-    const [before, , , after] = await store.batch([
+    const [before, , , after] = await store.batch<Operation[]>([
       { namespace: ["n"], key: "k" },
       { namespace: ["n"], key: "k", value: { v: 1 } },
       { namespace: ["n"], key: "k", value: { v: 2 } },
       { namespacePrefix: ["n"], limit: 10, offset: 0 },
     ]);
-    expect(before!.value).toEqual({ v: 0 });
+    expect((before as Item).value).toEqual({ v: 0 });
     expect(after).toHaveLength(1);
     expect((await store.get(["n"], "k"))!.value).toEqual({ v: 2 });
   });
