@@ -94,5 +94,5 @@ export type { LocalShellBackendOptions } from "./backends/local-shell.js";
 export { BaseSandbox } from "./backends/sandbox.js";
 export { ContextHubBackend } from "./backends/context-hub.js";
 export type { ContextHubBackendOptions, ContextHubClient, HubFileInfo } from "./backends/context-hub.js";
-export { StoreBackend, STORE_SEARCH_PAGE_SIZE, validateNamespace } from "./backends/store.js";
+export { StoreBackend, STORE_SEARCH_PAGE_SIZE } from "./backends/store.js";
 export type { StoreBackendOptions, StoreBackendContext, StoreBackendNamespaceFactory } from "./backends/store.js";
