@@ -56,6 +56,9 @@ describe("ContextHubBackend (deepagents-compatible behaviour)", () => {
     expect(await backend.read("/five.txt", 9)).toEqual({ error: "Line offset 9 exceeds file length (5 lines)" });
     expect(await backend.read("/nope.txt")).toEqual({ error: "File '/nope.txt' not found" });
     expect((await backend.read("/five.txt")).mimeType).toBe("text/plain");
+    // paths without a leading slash (as a composite route hands them on) are the same file
+    expect((await backend.read("five.txt", 4)).content).toBe("5");
+    expect((await backend.read("/../etc/passwd")).error).toMatch(/Path traversal not allowed/);
   });
 
   it("lists immediate children without trailing slashes or sizes", async () => {

@@ -186,4 +186,12 @@ describe("ContextHubBackend write-back (mount-facing)", () => {
     });
     expect(await fs.readdir(journalDir)).toEqual([]);
   });
+
+  it("an invalid repo handle is a sync error value in write-back mode, with the data kept", async () => {
+    const emu = await pool.start();
+    const backend = new ContextHubBackend("Bad_Name", { client: hubClient(emu, { retries: false }), writeBack: true, log: quiet });
+    expect(await backend.write("/a", "1")).toEqual({ path: "/a", filesUpdate: null });
+    expect((await backend.sync()).error).toMatch(/Invalid repo_handle "Bad_Name": must match/);
+    expect((await backend.read("/a")).content).toBe("1");
+  });
 });
