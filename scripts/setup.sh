@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # fuse3 gives fusermount (libfuse2 and fuse-native call it); libfuse2 is what fuse-native
-# links; the rest serve grep, tests (vim, git, rsync, attr, fio) and PostgreSQL.
-DEBIAN_PACKAGES=(fuse3 libfuse2 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps)
+# links; patch, make, g++ and python3 rebuild fuse-native with the utimens fix (its headers come
+# bundled, so no libfuse-dev); the rest serve grep, tests (vim, git, rsync, attr, fio) and PostgreSQL.
+DEBIAN_PACKAGES=(fuse3 libfuse2 patch make g++ python3 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -31,6 +32,9 @@ fi
 
 # fuse-native compiles from source when its prebuild cannot load; make sure it loads now.
 node -e "require('fuse-native')" 2>/dev/null || (echo "setup: rebuilding fuse-native" >&2 && npm rebuild fuse-native >/dev/null)
+
+# fuse-native 2.2.6 hands utimens atime twice; patch and rebuild it (once; never fatal).
+scripts/patch-fuse-native.sh
 
 echo "setup: building" >&2
 npx tsc -p tsconfig.build.json
