@@ -1,0 +1,151 @@
+/**
+ * `backendfs mount <dir> [-c config]`: serves the configured CompositeBackend (or the
+ * embedded default, or `--root DIR` as a plain FilesystemBackend) at <dir>, in the
+ * foreground, until Ctrl-C or SIGTERM, then unmounts asynchronously and uploads what is left.
+ */
+import picomatch from "picomatch";
+import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
+import { FilesystemBackend } from "../../backends/filesystem.js";
+import { isMountPoint, mount, MountError } from "../../fuse/index.js";
+import type { AccessCheck, AccessOperation } from "../../vfs/index.js";
+
+interface MountArgs {
+  dir: string;
+  config?: string;
+  root?: string;
+  "cache-size"?: string;
+  "attr-timeout"?: string;
+  timeout?: string;
+  "allow-other": boolean;
+  "non-empty": boolean;
+  verbose: boolean;
+}
+
+/** What the config loader yields (src/config); only the fields the mount uses. */
+interface LoadedConfig {
+  backend: object;
+  permissions?: Array<{ operations: readonly AccessOperation[]; paths: string[]; mode?: "allow" | "deny" }>;
+  cache?: { size?: string | number; attrTimeout?: string | number };
+  close?: () => unknown;
+}
+
+export const mountCommand: CommandModule<object, MountArgs> = {
+  command: "mount <dir>",
+  describe: "Mount the configured backends at <dir> (foreground; Ctrl-C unmounts)",
+  builder: (yargs: Argv<object>) =>
+    yargs
+      .positional("dir", { type: "string", demandOption: true, describe: "an existing, empty directory" })
+      .option("config", { alias: "c", type: "string", describe: "mount config (YAML or JSON); default: the embedded default" })
+      .option("root", { type: "string", describe: "mount this local directory through a FilesystemBackend instead of a config" })
+      .option("cache-size", { type: "string", describe: "page cache size, e.g. 256MiB" })
+      .option("attr-timeout", { type: "string", describe: "attribute/directory cache TTL, e.g. 1s or 500ms" })
+      .option("timeout", { type: "string", default: "10s", describe: "time limit of one backend call (then EIO)" })
+      .option("allow-other", { type: "boolean", default: false, describe: "let other users access the mount" })
+      .option("non-empty", { type: "boolean", default: false, describe: "allow mounting over a non-empty directory" })
+      .option("verbose", { alias: "v", type: "boolean", default: false, describe: "log every kernel operation to stderr" }) as unknown as Argv<MountArgs>,
+  handler: async (argv: ArgumentsCamelCase<MountArgs>) => {
+    const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
+    try {
+      const config = await loadConfig(argv);
+      const attrTimeoutMs = parseDuration(argv["attr-timeout"] ?? config.cache?.attrTimeout ?? "1s");
+      const mounted = await mount({
+        mountPoint: argv.dir,
+        backend: config.backend as never,
+        nonEmpty: argv["non-empty"],
+        allowOther: argv["allow-other"],
+        verbose: argv.verbose,
+        log,
+        vfs: {
+          attrTimeoutMs,
+          cacheSizeBytes: parseSize(argv["cache-size"] ?? config.cache?.size ?? "256MiB"),
+          backendTimeoutMs: parseDuration(argv.timeout ?? "10s"),
+          access: accessCheck(config.permissions),
+          log,
+        },
+      });
+      log(`mounted at ${mounted.mountPoint} (Ctrl-C to unmount)`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string) => {
+          log(`${signal}: unmounting ${mounted.mountPoint}`);
+          clearInterval(watcher);
+          process.off("SIGINT", onInt);
+          process.off("SIGTERM", onTerm);
+          // Asynchronous: the loop keeps serving the kernel while fusermount runs.
+          mounted.unmount().then(
+            () => resolve(),
+            (err: Error) => {
+              log(`unmount: ${err.message}`);
+              process.exitCode = 1;
+              resolve();
+            },
+          );
+        };
+        const onInt = () => stop("SIGINT");
+        const onTerm = () => stop("SIGTERM");
+        process.on("SIGINT", onInt);
+        process.on("SIGTERM", onTerm);
+        // `backendfs unmount` (or fusermount -u) from elsewhere: notice it and stop too.
+        // The mount table is read from /proc, never by touching the mount itself.
+        const watcher = setInterval(() => {
+          void isMountPoint(mounted.mountPoint).then((still) => {
+            if (still) return;
+            clearInterval(watcher);
+            stop("unmounted externally");
+          });
+        }, 1000);
+      });
+      await config.close?.();
+      log("unmounted");
+      process.exit(process.exitCode ?? 0);
+    } catch (err) {
+      log(err instanceof MountError ? err.message : (err as Error).stack ?? String(err));
+      process.exit(1);
+    }
+  },
+};
+
+async function loadConfig(argv: MountArgs): Promise<LoadedConfig> {
+  if (argv.root) return { backend: new FilesystemBackend({ rootDir: argv.root, virtualMode: true, maxFileSizeMb: 4096 }) };
+  // The config layer is wired in at run time so that `mount --root` works without it.
+  let loader: { loadMountConfig?: (file?: string) => Promise<unknown> };
+  try {
+    loader = (await import(new URL("../../config/index.js", import.meta.url).href)) as typeof loader;
+  } catch (err) {
+    throw new MountError(`cannot load the config layer (${(err as Error).message}); use --root DIR to mount a local directory`);
+  }
+  if (typeof loader.loadMountConfig !== "function") throw new MountError("the config layer has no loadMountConfig()");
+  const loaded = (await loader.loadMountConfig(argv.config)) as Record<string, unknown>;
+  if (loaded && typeof loaded === "object" && "backend" in loaded) return loaded as unknown as LoadedConfig;
+  return { backend: loaded as object };
+}
+
+/** deepagents' permission rules: first matching rule wins, no match allows. */
+export function accessCheck(rules: LoadedConfig["permissions"]): AccessCheck | undefined {
+  if (!rules || rules.length === 0) return undefined;
+  const compiled = rules.map((rule) => ({ ...rule, match: picomatch(rule.paths, { dot: true }) }));
+  return (operation, path) => {
+    for (const rule of compiled) {
+      if (!rule.operations.includes(operation)) continue;
+      if (rule.match(path)) return (rule.mode ?? "allow") === "allow";
+    }
+    return true;
+  };
+}
+
+const UNITS: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
+
+export function parseSize(value: string | number): number {
+  if (typeof value === "number") return value;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new MountError(`not a size: ${value} (try 256MiB)`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+export function parseDuration(value: string | number): number {
+  if (typeof value === "number") return value * 1000;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value);
+  if (!m) throw new MountError(`not a duration: ${value} (try 1s or 500ms)`);
+  const factor = m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000;
+  return Math.round(Number(m[1]) * factor);
+}
