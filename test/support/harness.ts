@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { adaptBackendProtocol } from "../../src/protocol/index.js";
+import { adaptBackendProtocol, canRename } from "../../src/protocol/index.js";
 import type { AnyBackendProtocol, BackendProtocolV2, FileData } from "../../src/protocol/index.js";
 import { createGraphRunner, filesReducer } from "./graph.js";
 
@@ -27,13 +27,21 @@ export type HarnessFactory = () => Promise<BackendHarness>;
 
 const identity = (path: string) => path;
 
+/**
+ * V2 backends are used as they are, so optional capabilities (rename, stat...) stay visible;
+ * V1 backends go through the adapter.
+ */
+export function asV2(backend: AnyBackendProtocol): BackendProtocolV2 {
+  return "ls" in backend && "glob" in backend ? (backend as BackendProtocolV2) : adaptBackendProtocol(backend);
+}
+
 /** A harness for a backend whose calls need no graph and whose paths are virtual already. */
 export function plainHarness(
   backend: AnyBackendProtocol,
   extra: Partial<Omit<BackendHarness, "backend">> = {},
 ): BackendHarness {
   return {
-    backend: adaptBackendProtocol(backend),
+    backend: asV2(backend),
     run: async (fn) => fn(),
     toBackend: identity,
     fromBackend: identity,
@@ -57,7 +65,8 @@ type WithUpdate = { filesUpdate?: Record<string, FileData | null> | null };
  */
 export function legacyStateHarness(make: (runtime: { state: LegacyState }) => AnyBackendProtocol): BackendHarness {
   const runtime = { state: { files: {} } as LegacyState };
-  const inner = adaptBackendProtocol(make(runtime));
+  const original = make(runtime);
+  const inner = adaptBackendProtocol(original);
   const apply = <T>(result: T): T => {
     const update = (result as WithUpdate | undefined)?.filesUpdate;
     if (update) runtime.state.files = filesReducer(runtime.state.files, update);
@@ -70,6 +79,9 @@ export function legacyStateHarness(make: (runtime: { state: LegacyState }) => An
     delete: inner.delete && (async (p) => apply(await inner.delete!(p))),
     uploadFiles: inner.uploadFiles && (async (files) => apply(await inner.uploadFiles!(files))),
   };
+  if (canRename(original)) {
+    Object.assign(backend, { rename: async (from: string, to: string) => apply(await original.rename(from, to)) });
+  }
   return plainHarness(backend);
 }
 
@@ -104,9 +116,7 @@ export function compositeFactory(
   return async () => {
     const fallback = await fallbackFactory();
     const routed = await inner();
-    const composite = adaptBackendProtocol(
-      make(fallback.backend, { "/r/": routed.backend }),
-    );
+    const composite = asV2(make(fallback.backend, { "/r/": routed.backend }));
     return {
       backend: composite,
       run: (fn) => routed.run(() => fallback.run(fn)),
