@@ -96,3 +96,5 @@ export { ContextHubBackend } from "./backends/context-hub.js";
 export type { ContextHubBackendOptions, ContextHubClient, HubFileInfo } from "./backends/context-hub.js";
 export { StoreBackend, STORE_SEARCH_PAGE_SIZE } from "./backends/store.js";
 export type { StoreBackendOptions, StoreBackendContext, StoreBackendNamespaceFactory } from "./backends/store.js";
+export { Vfs, FsError, Errno, type VfsOptions, type VfsStat, type AccessCheck } from "./vfs/index.js";
+export { mount, MountError, type MountOptions, type Mounted } from "./fuse/index.js";
