@@ -77,7 +77,7 @@ function checkDirectoryPath(raw: string | null | undefined) {
 function isDirectory(files: FilesMap, dir: string): boolean {
   if (dir === "/") return true;
   const prefix = dir + "/";
-  for (const key in files) if (key.startsWith(prefix)) return true;
+  for (const key of Object.keys(files)) if (key.startsWith(prefix)) return true;
   return false;
 }
 
@@ -92,7 +92,7 @@ export function listFiles(files: FilesMap, path: string): LsResult {
   const prefix = asDirectoryPrefix(check.path);
   const entries: FileInfo[] = [];
   const subdirs = new Set<string>();
-  for (const key in files) {
+  for (const key of Object.keys(files)) {
     if (!key.startsWith(prefix)) continue;
     const slash = key.indexOf("/", prefix.length);
     if (slash !== -1) {
@@ -170,7 +170,7 @@ export function grepFiles(
   } else {
     const prefix = asDirectoryPrefix(check.path);
     const enough = maxCount == null ? Infinity : maxCount;
-    for (const key in files) {
+    for (const key of Object.keys(files)) {
       if (!key.startsWith(prefix)) continue;
       search(key);
       if (matches.length > enough) break;
@@ -185,7 +185,7 @@ export function globFiles(files: FilesMap, pattern: string, path?: string | null
   if (check.error !== undefined) return { error: check.error };
   const matches = createGlobMatcher(pattern, check.path);
   const found: FileInfo[] = [];
-  for (const key in files) {
+  for (const key of Object.keys(files)) {
     if (!matches(key)) continue;
     const data = files[key]!;
     found.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
@@ -274,7 +274,7 @@ export function planEdit(
 /** The keys at `dir` and below it; `/` is everything. */
 function keysWithin(files: FilesMap, dir: string): string[] {
   const found: string[] = [];
-  for (const key in files) if (isPathWithin(key, dir)) found.push(key);
+  for (const key of Object.keys(files)) if (isPathWithin(key, dir)) found.push(key);
   return found;
 }
 
