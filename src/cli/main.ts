@@ -1,0 +1,54 @@
+#!/usr/bin/env node
+/**
+ * The `backendfs` command line. Every command is a module in ./commands/ exporting a yargs
+ * CommandModule; the directory is loaded at start, so a command added by another layer
+ * (mount, unmount, hub-emulator...) is registered without editing this file, and one that
+ * fails to load (a missing native module) does not take the others down.
+ */
+import { readdirSync } from "node:fs";
+import { extname } from "node:path";
+import { fileURLToPath } from "node:url";
+import yargs, { type CommandModule } from "yargs";
+import { hideBin } from "yargs/helpers";
+import { EXIT_USAGE } from "./run.js";
+
+const commandsDir = new URL("./commands/", import.meta.url);
+const ownExtension = extname(fileURLToPath(import.meta.url));
+
+function isCommandModule(value: unknown): value is CommandModule {
+  return typeof value === "object" && value !== null && "command" in value && typeof (value as CommandModule).handler === "function";
+}
+
+async function loadCommands(): Promise<{ commands: CommandModule[]; broken: string[] }> {
+  const commands: CommandModule[] = [];
+  const broken: string[] = [];
+  const files = readdirSync(commandsDir)
+    .filter((f) => f.endsWith(ownExtension) && !f.endsWith(".d.ts"))
+    .sort();
+  for (const file of files) {
+    try {
+      const module = (await import(new URL(file, commandsDir).href)) as Record<string, unknown>;
+      for (const value of Object.values(module)) if (isCommandModule(value)) commands.push(value);
+    } catch (error) {
+      broken.push(`${file}: ${(error as Error).message}`);
+    }
+  }
+  return { commands, broken };
+}
+
+const { commands, broken } = await loadCommands();
+let cli = yargs(hideBin(process.argv)).scriptName("backendfs");
+for (const command of commands) cli = cli.command(command);
+if (broken.length > 0) cli = cli.epilogue(`Commands that could not be loaded:\n  ${broken.join("\n  ")}`);
+
+await cli
+  .demandCommand(1, "Name a command (see --help)")
+  .strict()
+  .help()
+  .alias("h", "help")
+  .fail((message, error) => {
+    if (error) throw error;
+    process.stderr.write(`backendfs: ${message}\nRun 'backendfs --help' for usage.\n`);
+    process.exit(EXIT_USAGE);
+  })
+  .parseAsync();

@@ -1,0 +1,65 @@
+/**
+ * One factory per backend `type` of the config. Backends are imported lazily, so a
+ * backend whose module is missing or broken only fails the configs that use it.
+ */
+import { isAbsolute, resolve } from "node:path";
+import type { AnyBackendProtocol } from "../protocol/index.js";
+import type { BackendSpec } from "./schema.js";
+import { parseConnection, type Connections } from "./connections.js";
+
+export interface FactoryContext {
+  /** Relative paths in the config resolve against the config file's folder. */
+  baseDir: string;
+  connections: Connections;
+}
+
+type Factory<S extends BackendSpec> = (spec: S, ctx: FactoryContext) => Promise<AnyBackendProtocol>;
+type Registry = { [T in BackendSpec["type"]]: Factory<Extract<BackendSpec, { type: T }>> };
+
+const resolvePath = (path: string, baseDir: string) => (isAbsolute(path) ? path : resolve(baseDir, path));
+
+async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M> {
+  try {
+    return await load();
+  } catch (error) {
+    throw new Error(`The '${type}' backend is not available in this build: ${(error as Error).message}`);
+  }
+}
+
+export const backendFactories: Registry = {
+  state: async (spec, ctx) => {
+    const { ThreadStateBackend } = await import("../stores/thread-state.js");
+    const checkpointer = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
+    return new ThreadStateBackend({
+      checkpointer,
+      threadId: spec.thread,
+      checkpointNs: spec.checkpointNs,
+      fileFormat: spec.fileFormat,
+      batchWindowMs: spec.batchWindowMs,
+    });
+  },
+  store: async (spec, ctx) => {
+    const { StoreBackend } = await importBackend("store", () => import("../backends/store.js"));
+    const store = await ctx.connections.store(parseConnection(spec.store, ctx.baseDir));
+    return new StoreBackend({ store, namespace: spec.namespace, fileFormat: spec.fileFormat });
+  },
+  filesystem: async (spec, ctx) => {
+    const { FilesystemBackend } = await importBackend("filesystem", () => import("../backends/filesystem.js"));
+    return new FilesystemBackend({ rootDir: resolvePath(spec.rootDir, ctx.baseDir), virtualMode: spec.virtualMode, maxFileSizeMb: spec.maxFileSizeMb });
+  },
+  "local-shell": async (spec, ctx) => {
+    const { LocalShellBackend } = await importBackend("local-shell", () => import("../backends/local-shell.js"));
+    const { type: _type, rootDir, ...options } = spec;
+    return LocalShellBackend.create({ ...options, rootDir: resolvePath(rootDir, ctx.baseDir) });
+  },
+  "context-hub": async (spec) => {
+    const { ContextHubBackend } = await importBackend("context-hub", () => import("../backends/context-hub.js"));
+    // API URL and key come from LANGSMITH_ENDPOINT / LANGSMITH_API_KEY (the client's defaults).
+    return new ContextHubBackend(spec.repo);
+  },
+};
+
+export function createBackend(spec: BackendSpec, ctx: FactoryContext): Promise<AnyBackendProtocol> {
+  const factory = backendFactories[spec.type] as Factory<BackendSpec>;
+  return factory(spec, ctx);
+}

@@ -1,0 +1,132 @@
+/**
+ * Database connections named by connection strings (`sqlite:./agent.db`,
+ * `postgres://user:pass@host/db`), opened once per target and shared by every route that
+ * names it; `close()` ends them all.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import Database from "better-sqlite3";
+import pg from "pg";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
+import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
+import { SqliteStore } from "../stores/sqlite-store.js";
+
+export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
+
+/** Parses a connection string; relative SQLite paths resolve against `baseDir`. */
+export function parseConnection(text: string, baseDir: string): Connection {
+  if (text.startsWith("sqlite:")) {
+    const path = text.slice("sqlite:".length).replace(/^\/\/(?=\/)/, "");
+    if (path === "") throw new Error(`Empty SQLite path in ${JSON.stringify(text)}`);
+    return { kind: "sqlite", file: isAbsolute(path) ? path : resolve(baseDir, path) };
+  }
+  if (/^postgres(ql)?:\/\//.test(text)) return { kind: "postgres", url: text };
+  throw new Error(`Unsupported connection string ${JSON.stringify(redactUrl(text))}: expected sqlite:PATH or postgres://…`);
+}
+
+/** The URL with its password replaced by ***, for error messages. */
+export function redactUrl(text: string): string {
+  return text.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*):[^@/]*@/i, "$1:***@");
+}
+
+const describe = (c: Connection): string => (c.kind === "sqlite" ? `sqlite:${c.file}` : redactUrl(c.url));
+
+/** The password never reaches an error message, even when pg quotes the URL. */
+function wrapError(c: Connection, error: unknown): Error {
+  const raw = error instanceof Error ? error.message : String(error);
+  const message = c.kind === "postgres" ? raw.split(c.url).join(redactUrl(c.url)) : raw;
+  return new Error(`Cannot open ${describe(c)}: ${message || (error as { code?: string }).code || "unknown error"}`);
+}
+
+export class Connections {
+  private readonly sqlite = new Map<string, Database.Database>();
+  private readonly savers = new Map<string, BaseCheckpointSaver>();
+  private readonly stores = new Map<string, BaseStore>();
+  private readonly pools = new Map<string, pg.Pool>();
+  private readonly closers: Array<() => unknown> = [];
+
+  async checkpointer(c: Connection): Promise<BaseCheckpointSaver> {
+    const id = describe(c);
+    const known = this.savers.get(id);
+    if (known) return known;
+    let saver: BaseCheckpointSaver;
+    try {
+      if (c.kind === "sqlite") {
+        saver = new SqliteSaver(this.sqliteDb(c.file));
+        // SqliteSaver creates its tables lazily; do it now so a bad file fails here.
+        await saver.getTuple({ configurable: { thread_id: "\0probe" } });
+      } else {
+        const postgres = new PostgresSaver(this.pool(c.url));
+        await postgres.setup();
+        saver = postgres;
+      }
+    } catch (error) {
+      throw wrapError(c, error);
+    }
+    this.savers.set(id, saver);
+    return saver;
+  }
+
+  async store(c: Connection): Promise<BaseStore> {
+    const id = describe(c);
+    const known = this.stores.get(id);
+    if (known) return known;
+    let store: BaseStore;
+    try {
+      if (c.kind === "sqlite") {
+        mkdirSync(dirname(c.file), { recursive: true });
+        const sqliteStore = new SqliteStore(c.file);
+        this.closers.push(() => sqliteStore.close());
+        store = sqliteStore;
+      } else {
+        const postgresStore = new PostgresStore({ connectionOptions: c.url });
+        this.closers.push(() => postgresStore.stop());
+        await postgresStore.setup();
+        store = postgresStore;
+      }
+    } catch (error) {
+      throw wrapError(c, error);
+    }
+    this.stores.set(id, store);
+    return store;
+  }
+
+  async close(): Promise<void> {
+    const closers = this.closers.splice(0).reverse();
+    this.savers.clear();
+    this.stores.clear();
+    for (const close of closers) {
+      try {
+        await close();
+      } catch {
+        // Closing is best effort: one failed close must not keep the others open.
+      }
+    }
+  }
+
+  private sqliteDb(file: string): Database.Database {
+    const known = this.sqlite.get(file);
+    if (known) return known;
+    mkdirSync(dirname(file), { recursive: true });
+    const db = new Database(file);
+    this.closers.push(() => db.close());
+    // WAL and a busy timeout: other processes (another CLI, a mount, the agent) share the file.
+    db.pragma("busy_timeout = 5000");
+    db.pragma("journal_mode = WAL");
+    this.sqlite.set(file, db);
+    return db;
+  }
+
+  private pool(url: string): pg.Pool {
+    const known = this.pools.get(url);
+    if (known) return known;
+    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 });
+    // An idle client's error (server restart) must not crash the process.
+    pool.on("error", () => undefined);
+    this.closers.push(() => pool.end());
+    this.pools.set(url, pool);
+    return pool;
+  }
+}

@@ -1,0 +1,14 @@
+export {
+  loadMountConfig,
+  parseConfig,
+  parseSize,
+  parseDuration,
+  EMBEDDED_DEFAULT,
+  DEFAULT_DIR,
+  type LoadedMountConfig,
+  type CacheSettings,
+  type ServedBy,
+} from "./load.js";
+export { backendFactories, createBackend, type FactoryContext } from "./backend-factories.js";
+export { parseConnection, redactUrl, Connections, type Connection } from "./connections.js";
+export { mountConfigSchema, BACKEND_TYPES, type BackendSpec, type MountConfigFile } from "./schema.js";

@@ -1,0 +1,147 @@
+/**
+ * Loads a mount config file (YAML or JSON) into a CompositeBackend, or builds the embedded
+ * default when there is no file: thread `main`'s state in ./.backendfs/agent.db at `/`,
+ * and `/memories/` on a SqliteStore in the same file.
+ */
+import { readFile } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import type { AnyBackendProtocol, BackendProtocolV2 } from "../protocol/index.js";
+import { CompositeBackend } from "../backends/composite.js";
+import { PermissionsBackend, type FilesystemPermission } from "../policy/index.js";
+import { describeIssues, mountConfigSchema, type BackendSpec, type MountConfigFile } from "./schema.js";
+import { createBackend } from "./backend-factories.js";
+import { Connections } from "./connections.js";
+
+export interface CacheSettings {
+  /** Page cache size in bytes. */
+  sizeBytes: number;
+  attrTimeoutMs: number;
+  /** As written in the config, for the mount's own parser. */
+  size: string | number;
+  attrTimeout: string | number;
+}
+
+export interface ServedBy {
+  /** The route prefix, or null for the default backend. */
+  route: string | null;
+  type: BackendSpec["type"];
+  /** The backend as built, with its optional capabilities (stat, sync...). */
+  backend: AnyBackendProtocol;
+  /** The path inside that backend. */
+  innerPath: string;
+}
+
+export interface LoadedMountConfig {
+  /** The CompositeBackend, wrapped in the permissions when there are any. */
+  backend: BackendProtocolV2;
+  permissions: FilesystemPermission[];
+  cache: CacheSettings;
+  /** The config file, or null for the embedded default. */
+  file: string | null;
+  /** Which route serves a path. */
+  servedBy(path: string): ServedBy;
+  /** Commits what backends hold pending (thread state batches), then closes every connection. */
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DIR = ".backendfs";
+
+/** The embedded default, relative to the working directory. */
+export const EMBEDDED_DEFAULT = {
+  default: { type: "state", checkpointer: `sqlite:./${DEFAULT_DIR}/agent.db`, thread: "main" },
+  routes: { "/memories/": { type: "store", store: `sqlite:./${DEFAULT_DIR}/agent.db`, namespace: ["memories"] } },
+} as const;
+
+export async function loadMountConfig(file?: string | null, options: { cwd?: string } = {}): Promise<LoadedMountConfig> {
+  const cwd = options.cwd ?? process.cwd();
+  if (file == null || file === "") return buildMountConfig(parseConfig(EMBEDDED_DEFAULT, "(embedded default)"), cwd, null);
+  const path = resolve(cwd, file);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new Error(`Cannot read mount config ${path}: ${(error as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new Error(`${path}: not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message}`);
+  }
+  return buildMountConfig(parseConfig(raw ?? {}, path), dirname(path), path);
+}
+
+export function parseConfig(raw: unknown, file: string): MountConfigFile {
+  const parsed = mountConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(describeIssues(file, parsed.error));
+  return parsed.data;
+}
+
+async function buildMountConfig(config: MountConfigFile, baseDir: string, file: string | null): Promise<LoadedMountConfig> {
+  const connections = new Connections();
+  const built: Array<{ route: string | null; spec: BackendSpec; backend: AnyBackendProtocol }> = [];
+  try {
+    const defaultSpec = config.default ?? parseConfig(EMBEDDED_DEFAULT, "(embedded default)").default!;
+    const ctx = { baseDir, connections };
+    built.push({ route: null, spec: defaultSpec, backend: await createBackend(defaultSpec, ctx) });
+    for (const [route, spec] of Object.entries(config.routes)) {
+      try {
+        built.push({ route, spec, backend: await createBackend(spec, ctx) });
+      } catch (error) {
+        throw new Error(`${file ?? "(embedded default)"}: routes.${route}: ${(error as Error).message}`);
+      }
+    }
+  } catch (error) {
+    await connections.close();
+    throw error;
+  }
+  const routes: Record<string, AnyBackendProtocol> = {};
+  for (const entry of built) if (entry.route) routes[entry.route] = entry.backend;
+  const composite = new CompositeBackend(built[0]!.backend, routes);
+  const permissions = config.permissions as FilesystemPermission[];
+  const backend: BackendProtocolV2 = permissions.length > 0 ? (new PermissionsBackend(composite, permissions) as unknown as BackendProtocolV2) : composite;
+  const byLength = [...built].filter((b) => b.route).sort((a, b) => b.route!.length - a.route!.length);
+  return {
+    backend,
+    permissions,
+    cache: cacheSettings(config.cache),
+    file,
+    servedBy(path) {
+      const d = composite.describePath(path);
+      const entry = byLength.find((b) => b.route === d.route) ?? built[0]!;
+      return { route: entry.route, type: entry.spec.type, backend: entry.backend, innerPath: d.innerPath };
+    },
+    async close() {
+      for (const { backend: b } of built) {
+        const closable = b as { close?: () => unknown };
+        if (typeof closable.close === "function") await closable.close();
+      }
+      await connections.close();
+    },
+  };
+}
+
+const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3 };
+
+export function parseSize(value: string | number): number {
+  if (typeof value === "number") return value;
+  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
+  const unit = SIZE_UNITS[(m?.[2] || "b").toLowerCase()];
+  if (!m || unit === undefined) throw new Error(`Invalid size: ${JSON.stringify(value)}`);
+  return Math.round(Number(m[1]) * unit);
+}
+
+export function parseDuration(value: string | number): number {
+  if (typeof value === "number") return value * 1000;
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/.exec(value.trim());
+  if (!m) throw new Error(`Invalid duration: ${JSON.stringify(value)}`);
+  const factor = m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000;
+  return Number(m[1]) * factor;
+}
+
+function cacheSettings(cache: MountConfigFile["cache"]): CacheSettings {
+  const size = cache.size ?? "256MiB";
+  const attrTimeout = cache.attrTimeout ?? "1s";
+  return { size, attrTimeout, sizeBytes: parseSize(size), attrTimeoutMs: parseDuration(attrTimeout) };
+}

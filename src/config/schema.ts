@@ -1,0 +1,86 @@
+/**
+ * The mount config file (YAML or JSON): one CompositeBackend, its permissions and the
+ * mount's cache settings. Unknown keys are errors, so a typo never goes unnoticed.
+ */
+import { z } from "zod";
+
+const fileFormat = z.enum(["v1", "v2"]);
+const connection = z.string().min(1).describe("a connection string: sqlite:./file.db or postgres://user@host/db");
+
+const stateSpec = z.strictObject({
+  type: z.literal("state"),
+  checkpointer: connection,
+  thread: z.string().min(1).default("main"),
+  checkpointNs: z.string().optional(),
+  fileFormat: fileFormat.optional(),
+  batchWindowMs: z.number().int().min(0).optional(),
+});
+
+const storeSpec = z.strictObject({
+  type: z.literal("store"),
+  store: connection,
+  namespace: z.array(z.string()).min(1).default(["filesystem"]),
+  fileFormat: fileFormat.optional(),
+});
+
+const filesystemSpec = z.strictObject({
+  type: z.literal("filesystem"),
+  rootDir: z.string().min(1),
+  virtualMode: z.boolean().default(true),
+  maxFileSizeMb: z.number().positive().optional(),
+});
+
+const localShellSpec = z.strictObject({
+  type: z.literal("local-shell"),
+  rootDir: z.string().min(1),
+  virtualMode: z.boolean().default(true),
+  timeout: z.number().positive().optional(),
+  maxOutputBytes: z.number().int().positive().optional(),
+  inheritEnv: z.boolean().optional(),
+  env: z.record(z.string(), z.string()).optional(),
+});
+
+const contextHubSpec = z.strictObject({
+  type: z.literal("context-hub"),
+  repo: z.string().min(1),
+});
+
+export const BACKEND_TYPES = ["state", "store", "filesystem", "local-shell", "context-hub"] as const;
+
+export const backendSpec = z.discriminatedUnion("type", [stateSpec, storeSpec, filesystemSpec, localShellSpec, contextHubSpec]);
+
+const permission = z.strictObject({
+  operations: z.array(z.enum(["read", "write"])).min(1),
+  paths: z.array(z.string().min(1)).min(1),
+  mode: z.enum(["allow", "deny"]).optional(),
+});
+
+const size = z.union([z.number().int().min(0), z.string().regex(/^\d+(\.\d+)?\s*(B|KB|KiB|MB|MiB|GB|GiB)?$/i, "a size such as 256MiB")]);
+const duration = z.union([z.number().min(0), z.string().regex(/^\d+(\.\d+)?\s*(ms|s|m)?$/, "a duration such as 1s or 500ms")]);
+
+const routeKey = z.string().regex(/^\/(.+\/)$/, "a route is an absolute path ending with '/', such as /memories/");
+
+export const mountConfigSchema = z.strictObject({
+  default: backendSpec.optional(),
+  routes: z.record(routeKey, backendSpec).default({}),
+  permissions: z.array(permission).default([]),
+  cache: z.strictObject({ size: size.optional(), attrTimeout: duration.optional() }).default({}),
+});
+
+export type BackendSpec = z.infer<typeof backendSpec>;
+export type StateSpec = z.infer<typeof stateSpec>;
+export type StoreSpec = z.infer<typeof storeSpec>;
+export type MountConfigFile = z.infer<typeof mountConfigSchema>;
+
+/** "file: routes./memories/.namespace: expected array, received string" lines. */
+export function describeIssues(file: string, error: z.ZodError): string {
+  const lines = error.issues.map((issue) => {
+    const at = issue.path.length > 0 ? issue.path.map(String).join(".") : "(top level)";
+    const message =
+      issue.code === "invalid_union" && "discriminator" in issue
+        ? `expected one of ${BACKEND_TYPES.map((t) => JSON.stringify(t)).join(", ")}`
+        : issue.message;
+    return `${file}: ${at}: ${message}`;
+  });
+  return `Invalid mount config:\n${lines.join("\n")}`;
+}
