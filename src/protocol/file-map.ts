@@ -196,7 +196,19 @@ export function globFiles(files: FilesMap, pattern: string, path?: string | null
 }
 
 /** A token that changes whenever the content does: modification time, byte length, content hash. */
+/** FileData objects are replaced, never mutated, on update: a version is computed once per object. */
+const versionCache = new WeakMap<FileData, string>();
+
 export function fileDataVersion(data: FileData): string {
+  let version = versionCache.get(data);
+  if (version === undefined) {
+    version = computeFileDataVersion(data);
+    versionCache.set(data, version);
+  }
+  return version;
+}
+
+function computeFileDataVersion(data: FileData): string {
   const hash = createHash("sha1");
   if (isFileDataV1(data)) hash.update(data.content.join("\n"), "utf8");
   else if (typeof data.content === "string") hash.update(data.content, "utf8");
