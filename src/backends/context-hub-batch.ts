@@ -32,8 +32,18 @@ export function newBatch(): Batch {
   return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false };
 }
 
-/** Folds a newer batch into an older one (after a failed push, to retry both together). */
-export function combineBatches(older: Batch, newer: Batch): Batch {
+/**
+ * Folds a newer batch into an older one (after a failed push, to retry both together). The
+ * newer changes were derived from the older batch's content at the time, which a conflict
+ * rebase may have changed since, so they are rebased onto it first.
+ */
+export function combineBatches(older: Batch, newer: Batch): { batch: Batch; conflicts: Conflict[] } {
+  const olderView: Files = {};
+  for (const [p, derivedFrom] of newer.base) {
+    const content = older.changes.has(p) ? older.changes.get(p) : derivedFrom;
+    if (content !== null && content !== undefined) olderView[p] = content;
+  }
+  const conflicts = rebaseBatch(newer, olderView);
   const combined: Batch = {
     changes: new Map(older.changes),
     base: new Map(older.base),
@@ -44,7 +54,7 @@ export function combineBatches(older: Batch, newer: Batch): Batch {
     combined.changes.set(p, content);
     if (!combined.base.has(p)) combined.base.set(p, newer.base.get(p) ?? null);
   }
-  return combined;
+  return { batch: combined, conflicts };
 }
 
 /** `notes/plan.md` -> `notes/plan.conflict-1a2b3c4d.md`; the hash is of our content. */

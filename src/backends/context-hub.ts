@@ -11,23 +11,17 @@
 import { Client } from "langsmith";
 import {
   checkVirtualPath,
-  createGlobMatcher,
-  createGrepGlobFilter,
-  grepText,
   applyGrepMaxCount,
   isPathWithin,
-  normalizeReadPagination,
   performStringReplacement,
   type BackendProtocolV2,
   type ChangeSet,
   type DeleteResult,
   type EditResult,
   type FileDownloadResponse,
-  type FileInfo,
   type FileStat,
   type FileUploadResponse,
   type GlobResult,
-  type GrepMatch,
   type GrepResult,
   type LsResult,
   type ReadRawResult,
@@ -48,13 +42,13 @@ import {
 import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
 import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
 import { journalPath, readJournal, removeJournal, writeJournal } from "./context-hub-journal.js";
+import { globFiles, grepFiles, listChildren, readPage, TEXT_MIME_TYPE } from "./context-hub-view.js";
 
 const COALESCE_MS = 50;
 const MAX_CONFLICT_RETRIES = 3;
 const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 30_000;
 const HISTORY_SIZE = 8;
-const TEXT_MIME_TYPE = "text/plain";
 const CLOSED = "Error: Context Hub backend is closed";
 
 /** The two langsmith `Client` methods the backend uses (a duck-typed fake works too). */
@@ -107,10 +101,6 @@ type KeyCheck = { key: string; error?: undefined } | { key?: undefined; error: s
 function toKey(path: string): KeyCheck {
   const checked = checkVirtualPath(path);
   return checked.error !== undefined ? { error: checked.error } : { key: checked.path.slice(1) };
-}
-
-function splitLinesKeepEnds(text: string): string[] {
-  return text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
 }
 
 function describeConflict(c: Conflict): string {
@@ -222,7 +212,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
     if (journaled === undefined || journaled.changes.size === 0) return;
     this.log(`committing ${journaled.changes.size} change(s) recovered from ${this.journalFile}`);
     journaled.seq = ++this.acceptSeq;
-    this.pending = this.pending ? combineBatches(journaled, this.pending) : journaled;
+    this.pending = this.pending ? this.combine(journaled, this.pending) : journaled;
     this.pendingReady = true;
     this.kick();
   }
@@ -322,12 +312,22 @@ export class ContextHubBackend implements BackendProtocolV2 {
     this.committedSeq = Math.max(this.committedSeq, batch.seq);
     this.consecutiveFailures = 0;
     this.lastFailure = null;
-    for (const c of conflicts) this.log(describeConflict(c));
-    this.unreportedConflicts.push(...conflicts);
+    this.noteConflicts(conflicts);
     const done = this.waiters.filter((w) => w.seq <= batch.seq);
     this.waiters = this.waiters.filter((w) => w.seq > batch.seq);
     for (const w of done) w.resolve(conflicts.filter((c) => w.paths.includes(c.path)));
     if (batch.fromJournal && this.journalFile) await removeJournal(this.journalFile);
+  }
+
+  private combine(older: Batch, newer: Batch): Batch {
+    const { batch, conflicts } = combineBatches(older, newer);
+    this.noteConflicts(conflicts);
+    return batch;
+  }
+
+  private noteConflicts(conflicts: Conflict[]): void {
+    for (const c of conflicts) this.log(describeConflict(c));
+    this.unreportedConflicts.push(...conflicts);
   }
 
   private onCommitFailed(batch: Batch, error: unknown): void {
@@ -336,7 +336,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
     this.lastFailure = error;
     if (this.writeBack || batch.fromJournal) {
       // Keep the data: it goes back in front of whatever was accepted meanwhile.
-      this.pending = this.pending ? combineBatches(batch, this.pending) : batch;
+      this.pending = this.pending ? this.combine(batch, this.pending) : batch;
       this.pendingReady = false;
       this.clearTimers();
       const delay = Math.min(RETRY_BASE_MS * 2 ** (this.consecutiveFailures - 1), RETRY_MAX_MS);
@@ -490,12 +490,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   async stat(path: string): Promise<StatResult> {
     const k = toKey(path);
     if (k.error !== undefined) return { error: k.error };
-    try {
-      await this.load();
-    } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
-      throw error;
-    }
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
     const normalized = `/${k.key}`;
     if (k.key === "") return { stat: { path: "/", is_dir: true, size: 0 } };
     const content = this.lookup(k.key);
@@ -530,12 +526,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   async hubInfo(path: string): Promise<HubFileInfo | { error: string }> {
     const k = toKey(path);
     if (k.error !== undefined) return { error: k.error };
-    try {
-      await this.load();
-    } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
-      throw error;
-    }
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
     if (this.lookup(k.key) === undefined) return { error: `File '${path}' not found` };
     return this.fileInfo(k.key);
   }
@@ -581,82 +573,40 @@ export class ContextHubBackend implements BackendProtocolV2 {
 
   // ---- BackendProtocolV2 -------------------------------------------------------------
 
-  private async loadedView(): Promise<{ files: Files; error?: undefined } | { files?: undefined; error: string }> {
+  /** Loads the tree; a Hub failure is returned as deepagents' "Hub unavailable" message. */
+  private async tryLoad(): Promise<string | undefined> {
     try {
       await this.load();
+      return undefined;
     } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
+      if (isHubError(error)) return hubUnavailable(error);
       throw error;
     }
-    return { files: this.visibleFiles() };
   }
 
   async ls(path = "/"): Promise<LsResult> {
     const k = toKey(path);
     if (k.error !== undefined) return { error: k.error };
-    const view = await this.loadedView();
-    if (view.error !== undefined) return { error: view.error };
-    const files = view.files;
-    const prefix = k.key === "" ? "" : `${k.key}/`;
-    const dirs = new Set<string>();
-    const entries: FileInfo[] = [];
-    for (const key of Object.keys(files)) {
-      if (!key.startsWith(prefix) || key === prefix) continue;
-      const rest = key.slice(prefix.length);
-      const slash = rest.indexOf("/");
-      if (slash === -1) {
-        entries.push({ path: `/${key}`, is_dir: false });
-      } else {
-        const dir = prefix + rest.slice(0, slash);
-        if (!dirs.has(dir)) {
-          dirs.add(dir);
-          entries.push({ path: `/${dir}`, is_dir: true });
-        }
-      }
-    }
-    return { files: entries };
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
+    return { files: listChildren(this.visibleFiles(), k.key) };
   }
 
   async read(filePath: string, offset = 0, limit = 2000): Promise<ReadResult> {
     const k = toKey(filePath);
     if (k.error !== undefined) return { error: k.error };
-    try {
-      await this.load();
-    } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
-      throw error;
-    }
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
     const content = this.lookup(k.key);
     if (content === undefined) return { error: `File '${filePath}' not found` };
-    if (content === "") return { content: "", mimeType: TEXT_MIME_TYPE };
-    const page = normalizeReadPagination(offset, limit);
-    const lines = splitLinesKeepEnds(content.replace(/\r\n?/g, "\n"));
-    if (page.offset >= lines.length) {
-      return { error: `Line offset ${page.offset} exceeds file length (${lines.length} lines)` };
-    }
-    const end = Math.min(page.offset + page.limit, lines.length);
-    const selected = lines.slice(page.offset, end).join("");
-    if (page.limit === 0) return { content: selected, mimeType: TEXT_MIME_TYPE };
-    const result: ReadResult = {
-      content: selected,
-      totalLines: lines.length,
-      startLine: page.offset + 1,
-      endLine: end,
-      mimeType: TEXT_MIME_TYPE,
-    };
-    if (end < lines.length) result.nextOffset = end;
-    return result;
+    return readPage(content, offset, limit);
   }
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
     const k = toKey(filePath);
     if (k.error !== undefined) return { error: k.error };
-    try {
-      await this.load();
-    } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
-      throw error;
-    }
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
     const content = this.lookup(k.key);
     if (content === undefined) return { error: `File '${filePath}' not found` };
     const now = new Date().toISOString();
@@ -666,32 +616,18 @@ export class ContextHubBackend implements BackendProtocolV2 {
   async grep(pattern: string, path: string | null = null, glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
     const k = toKey(path ?? "/");
     if (k.error !== undefined) return { error: k.error };
-    const view = await this.loadedView();
-    if (view.error !== undefined) return { error: view.error };
-    const files = view.files;
-    const searchPath = `/${k.key}`;
-    const filter = createGrepGlobFilter(glob, searchPath);
-    const matches: GrepMatch[] = [];
-    for (const [key, content] of Object.entries(files)) {
-      const full = `/${key}`;
-      if (!isPathWithin(full, searchPath) || (filter && !filter(full))) continue;
-      grepText(content, pattern, full, matches);
-    }
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
+    const matches = grepFiles(this.visibleFiles(), pattern, `/${k.key}`, glob);
     return applyGrepMaxCount({ result: { matches }, maxCount });
   }
 
   async glob(pattern: string, path = "/"): Promise<GlobResult> {
     const k = toKey(path);
     if (k.error !== undefined) return { error: k.error };
-    const view = await this.loadedView();
-    if (view.error !== undefined) return { error: view.error };
-    const files = view.files;
-    const isMatch = createGlobMatcher(pattern, `/${k.key}`);
-    const matched: FileInfo[] = [];
-    for (const key of Object.keys(files)) {
-      if (isMatch(`/${key}`)) matched.push({ path: `/${key}`, is_dir: false });
-    }
-    return { files: matched };
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
+    return { files: globFiles(this.visibleFiles(), pattern, `/${k.key}`) };
   }
 
   async write(filePath: string, content: string): Promise<WriteResult> {

@@ -127,9 +127,12 @@ describe("concurrent writers", () => {
     const pick = <T>(xs: T[]): T => xs[Math.floor(random() * xs.length)];
     const acknowledged: Array<{ path: string; token: string }> = [];
     let conflictReports = 0;
+    let retriedCommits = 0;
 
     async function writer(w: number): Promise<ContextHubBackend> {
-      const backend = ours(emu);
+      const backend = ours(emu, (line) => {
+        if (line.startsWith("commit failed")) retriedCommits++;
+      });
       for (let op = 0; op < 200; op++) {
         const path = pick(shared);
         const token = `w${w}-op${op}`;
@@ -177,7 +180,7 @@ describe("concurrent writers", () => {
     expect(emu.commitCount("repo")).toBeGreaterThan(4);
     console.log(
       `randomized: ${acknowledged.length} acknowledged writes, ${emu.commitCount("repo")} commits, ` +
-        `${emu.requests.filter((r) => r.status === 409).length} 409s, ${Object.keys(files).filter((p) => p.includes(".conflict-")).length} conflict copies, ${conflictReports} conflict reports`,
+        `${emu.requests.filter((r) => r.status === 409).length} 409s, ${Object.keys(files).filter((p) => p.includes(".conflict-")).length} conflict copies, ${conflictReports} conflict reports, ${retriedCommits} commits retried after 4 pushes`,
     );
   }, 120_000);
 });

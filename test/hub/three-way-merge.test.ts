@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { conflictCopyPath, newBatch, rebaseBatch } from "../../src/backends/context-hub-batch.js";
+import { combineBatches, conflictCopyPath, newBatch, rebaseBatch } from "../../src/backends/context-hub-batch.js";
 import { threeWayMerge } from "../../src/backends/three-way-merge.js";
 
 describe("threeWayMerge", () => {
@@ -37,5 +37,25 @@ describe("rebaseBatch", () => {
   it("names conflict copies of files without an extension and in folders", () => {
     expect(conflictCopyPath("dir/Makefile", "x")).toMatch(/^dir\/Makefile\.conflict-[0-9a-f]{8}$/);
     expect(conflictCopyPath(".bashrc", "x")).toMatch(/^\.bashrc\.conflict-[0-9a-f]{8}$/);
+  });
+});
+
+describe("combineBatches", () => {
+  it("rebases the newer batch onto what the older one became, so merged-in changes survive a retry", () => {
+    // older: we had "a\nb\n" -> "a\nb\nours1\n", a conflict rebase merged in their "theirs\n" line
+    const older = newBatch();
+    older.changes.set("f", "theirs\na\nb\nours1\n");
+    older.base.set("f", "theirs\na\nb\n");
+    // newer was derived from the older batch's content before that rebase
+    const newer = newBatch();
+    newer.changes.set("f", "a\nb\nours1\nours2\n");
+    newer.base.set("f", "a\nb\nours1\n");
+    newer.changes.set("g", "new");
+    newer.base.set("g", null);
+    const { batch, conflicts } = combineBatches(older, newer);
+    expect(conflicts).toEqual([]);
+    expect(batch.changes.get("f")).toBe("theirs\na\nb\nours1\nours2\n");
+    expect(batch.base.get("f")).toBe("theirs\na\nb\n");
+    expect(batch.changes.get("g")).toBe("new");
   });
 });
