@@ -24,6 +24,12 @@ export interface ConformanceOptions {
   exactBytes?: boolean;
   /** A disk behind the backend (harness.rootDir): virtual paths, or host paths (non-virtual). */
   disk?: "virtual" | "host";
+  /** Text only (the Context Hub stores text): binary files are not asserted. */
+  textOnly?: boolean;
+  /** deepagents' Context Hub reads: lines keep their "\n", default limit 2000, CRLF -> LF, text/plain. */
+  hubReads?: boolean;
+  /** ls names directories without the trailing / (deepagents' Context Hub). */
+  lsBareDirectories?: boolean;
   /** glob also lists matching directories (`is_dir: true`), as deepagents' LocalShellBackend does. */
   globDirectories?: boolean;
   /** deepagents' own backend: documented fixes are not asserted. */
@@ -104,7 +110,11 @@ function makeCtx(h: BackendHarness, options: ConformanceOptions): Ctx {
     },
     async ls(path) {
       const r = await b.ls(p(path));
-      return sortInfos(r.files);
+      // Bare directory names are given their / here; the is_dir flag is still what marks them.
+      const files = (r.files ?? []).map((f) =>
+        options.lsBareDirectories && f.is_dir && !f.path.endsWith("/") ? { ...f, path: f.path + "/" } : f,
+      );
+      return sortInfos(files);
     },
     async glob(pattern, path) {
       const r = await b.glob(pattern, path === undefined ? undefined : p(path));
@@ -144,6 +154,14 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
   function fixed(fix: string, title: string, body: (c: Ctx) => Promise<void>): void {
     if (!upstream) check(`${title} [${fix}]`, body);
   }
+  /** A test of binary files; not registered for text-only backends. */
+  function binary(title: string, body: (c: Ctx) => Promise<void>): void {
+    if (!options.textOnly) check(title, body);
+  }
+  /** A test of deepagents' State/Store/Filesystem read format; not registered for Hub-style reads. */
+  function lineReads(title: string, body: (c: Ctx) => Promise<void>): void {
+    if (!options.hubReads) check(title, body);
+  }
   /** A test that needs the backend's disk directory. */
   function onDisk(fix: string | undefined, title: string, body: (c: Ctx, root: string) => Promise<void>): void {
     const run = async (c: Ctx) => {
@@ -161,11 +179,12 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect(await c.ls("/dir")).toEqual(["/dir/b.md", "/dir/sub/"]);
         expect(await c.ls("/dir/")).toEqual(["/dir/b.md", "/dir/sub/"]);
         const r = await c.b.ls(c.p("/"));
-        const dir = r.files!.find((f) => c.h.fromBackend(f.path) === "/dir/");
+        const dir = r.files!.find((f) => c.h.fromBackend(f.path).replace(/\/?$/, "/") === "/dir/");
         const file = r.files!.find((f) => c.h.fromBackend(f.path) === "/a.txt");
         expect(dir?.is_dir).toBe(true);
         expect(file?.is_dir ?? false).toBe(false);
-        expect(file?.size).toBe(1);
+        // deepagents' Context Hub entries carry only path and is_dir.
+        if (!options.lsBareDirectories) expect(file?.size).toBe(1);
       });
       check("an empty root and an unknown directory list nothing", async (c) => {
         expect(await c.ls("/")).toEqual([]);
@@ -175,7 +194,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
 
     describe("read", () => {
       const tenLines = Array.from({ length: 10 }, (_, i) => `l${i}`).join("\n") + "\n";
-      check("paginates with totalLines/startLine/endLine/nextOffset", async (c) => {
+      lineReads("paginates with totalLines/startLine/endLine/nextOffset", async (c) => {
         await c.put({ "/f.txt": tenLines });
         const r = await c.b.read(c.p("/f.txt"), 2, 3);
         expect(r.error).toBeUndefined();
@@ -188,7 +207,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         const whole = await c.b.read(c.p("/f.txt"));
         expect(whole.content).toBe(tenLines);
       });
-      check("defaults to 500 lines", async (c) => {
+      lineReads("defaults to 500 lines", async (c) => {
         await c.put({ "/big.md": Array.from({ length: 600 }, (_, i) => `row ${i}`).join("\n") });
         const r = await c.b.read(c.p("/big.md"));
         expect(r.mimeType).toBe("text/markdown");
@@ -196,6 +215,15 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect(r.nextOffset).toBe(500);
         expect(r.totalLines).toBe(600);
       });
+      if (options.hubReads) {
+        // The default limit (2000) is not asserted: a Composite passes its own 500, as deepagents' does.
+        check("Hub reads: lines keep their newline, CRLF normalized", async (c) => {
+          await c.put({ "/f.md": "1\n2\n3\n4\n5", "/big.txt": "x\n".repeat(2500), "/crlf.txt": "a\r\nb\rc" });
+          expect((await c.b.read(c.p("/f.md"), 1, 2)).content).toBe("2\n3\n");
+          expect(((await c.b.read(c.p("/big.txt"), 0, 2000)).content as string).length).toBe(4000);
+          expect((await c.b.read(c.p("/crlf.txt"))).content).toBe("a\nb\nc");
+        });
+      }
       check(`offset past EOF: ${options.readPastEof}`, async (c) => {
         await c.put({ "/f.txt": tenLines });
         const r = await c.b.read(c.p("/f.txt"), 20, 5);
@@ -212,7 +240,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect(r.error).toBeUndefined();
         expect(r.content).toBe(options.emptyFile === "empty" ? "" : EMPTY_CONTENT_WARNING);
       });
-      check("binary files come back whole as bytes, pagination ignored", async (c) => {
+      binary("binary files come back whole as bytes, pagination ignored", async (c) => {
         await c.upload("/img.png", PNG);
         for (const r of [await c.b.read(c.p("/img.png")), await c.b.read(c.p("/img.png"), 3, 1)]) {
           expect(r.error).toBeUndefined();
@@ -232,22 +260,23 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
           expect(asSeenByRoute(c, "/nope.txt", (p) => `File '${p}' not found`)).toContain((await c.b.read(c.p("/nope.txt"))).error);
         });
       }
-      check("CRLF is kept as is", async (c) => {
+      lineReads("CRLF is kept as is", async (c) => {
         await c.put({ "/crlf.txt": "a\r\nb\r\n" });
         expect((await c.b.read(c.p("/crlf.txt"))).content).toBe("a\r\nb\r\n");
       });
     });
 
     describe("readRaw", () => {
-      check("returns FileData for text and binary, an error when missing", async (c) => {
+      check("returns FileData for text and binary", async (c) => {
         await c.put({ "/t.md": "# hi\n" });
-        await c.upload("/i.png", PNG);
+        if (!options.textOnly) await c.upload("/i.png", PNG);
         const t = await c.b.readRaw(c.p("/t.md"));
         expect(t.error).toBeUndefined();
         const content = t.data!.content;
         expect(Array.isArray(content) ? content.join("\n") : content).toBe("# hi\n");
         expect(typeof t.data!.created_at).toBe("string");
         expect(typeof t.data!.modified_at).toBe("string");
+        if (options.textOnly) return;
         const i = await c.b.readRaw(c.p("/i.png"));
         expect(Array.from(i.data!.content as Uint8Array)).toEqual(Array.from(PNG));
       });
@@ -267,7 +296,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect((await c.b.write(c.p("/deep/er/f.txt"), "two")).error).toBeUndefined();
         expect(await c.text("/deep/er/f.txt")).toBe("two");
       });
-      check("takes base64 for binary names and stores the bytes", async (c) => {
+      binary("takes base64 for binary names and stores the bytes", async (c) => {
         const r = await c.b.write(c.p("/pic.png"), Buffer.from(PNG).toString("base64"));
         expect(r.error).toBeUndefined();
         expect(Array.from((await c.bytes("/pic.png"))!)).toEqual(Array.from(PNG));
@@ -401,12 +430,12 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect(all.matches).toHaveLength(5);
         expect(all.truncated ?? false).toBe(false);
       });
-      check("binary files are skipped", async (c) => {
+      binary("binary files are skipped", async (c) => {
         await c.upload("/x.png", Uint8Array.from([...PNG, ...enc.encode("needle\n")]));
         await c.put({ "/x.txt": "needle in text" });
         expect((await c.grep("needle")).matches.map((m) => m.path)).toEqual(["/x.txt"]);
       });
-      fixed(FIXES.grepEverywhere, "binary names are skipped even when their bytes look like text", async (c) => {
+      if (!options.textOnly) fixed(FIXES.grepEverywhere, "binary names are skipped even when their bytes look like text", async (c) => {
         await c.upload("/x.png", enc.encode("needle in png"));
         await c.put({ "/x.txt": "needle in text" });
         expect((await c.grep("needle")).matches.map((m) => m.path)).toEqual(["/x.txt"]);
@@ -474,7 +503,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
     });
 
     describe("uploadFiles / downloadFiles", () => {
-      check("any bytes round-trip under a binary name", async (c) => {
+      binary("any bytes round-trip under a binary name", async (c) => {
         await c.upload("/all.png", ALL_BYTES);
         expect(Array.from((await c.bytes("/all.png"))!)).toEqual(Array.from(ALL_BYTES));
       });
@@ -492,13 +521,13 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         expect((await c.b.read(c.p("/up.md"))).content).toBe("# Title\nneedle\n");
         expect((await c.grep("needle")).matches).toEqual([{ path: "/up.md", line: 2, text: "needle" }]);
       });
-      fixed(FIXES.exactBytes, "any bytes round-trip under a text or unknown name", async (c) => {
+      if (!options.textOnly) fixed(FIXES.exactBytes, "any bytes round-trip under a text or unknown name", async (c) => {
         for (const name of ["/all.txt", "/all.bin", "/noext"]) {
           await c.upload(name, ALL_BYTES);
           expect(Array.from((await c.bytes(name))!), name).toEqual(Array.from(ALL_BYTES));
         }
       });
-      fixed(FIXES.exactBytes, "invalid UTF-8 in a .txt round-trips and reads as bytes", async (c) => {
+      if (!options.textOnly) fixed(FIXES.exactBytes, "invalid UTF-8 in a .txt round-trips and reads as bytes", async (c) => {
         await c.upload("/bad.txt", INVALID_UTF8);
         expect(Array.from((await c.bytes("/bad.txt"))!)).toEqual(Array.from(INVALID_UTF8));
         const r = await c.b.read(c.p("/bad.txt"));

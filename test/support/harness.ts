@@ -3,7 +3,7 @@
  * under test: the backend, where its calls must run (inside a graph node for a zero-arg
  * StateBackend), how virtual test paths map to the paths it takes and returns, and cleanup.
  */
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adaptBackendProtocol, canRename } from "../../src/protocol/index.js";
@@ -89,7 +89,6 @@ export function legacyStateHarness(make: (runtime: { state: LegacyState }) => An
 export async function makeTempRoot(): Promise<{ base: string; root: string; remove(): Promise<void> }> {
   const base = await mkdtemp(join(tmpdir(), "backendfs-conf-"));
   const root = join(base, "root");
-  const { mkdir, writeFile } = await import("node:fs/promises");
   await mkdir(root);
   await writeFile(join(base, "outside.txt"), "sentinel\n");
   return { base, root, remove: () => rm(base, { recursive: true, force: true }) };
