@@ -539,13 +539,16 @@ export class ContextHubBackend implements BackendProtocolV2 {
    */
   async changesSince(token: string | null): Promise<ChangeSet> {
     let fresh: Snapshot;
+    let ours: string | null;
     try {
-      await this.load();
+      ours = (await this.load()).commitHash;
       fresh = await this.fetchTree();
     } catch {
       return { token: token ?? "", changed: "all" };
     }
-    if (this.inFlight === null && this.pushing === null) this.adopt(fresh);
+    // Adopt only if none of our commits landed meanwhile: the pulled tree could predate it.
+    const idle = this.inFlight === null && this.pushing === null && this.durable?.commitHash === ours;
+    if (idle) this.adopt(fresh);
     else this.remember(fresh.commitHash, fresh.files);
     const head = fresh.commitHash ?? "";
     if (token === null) return { token: head, changed: "all" };

@@ -100,6 +100,20 @@ describe("hub emulator with the real langsmith client", () => {
     }
   });
 
+  it("lists, checks and deletes repos", async () => {
+    const emu = await start();
+    const c = client(emu);
+    for (const name of ["one", "two"]) await c.pushAgent(name, { files: { a: { type: "file", content: name } } });
+    await c.pushSkill("skill-x", { files: { "SKILL.md": { type: "file", content: "s" } } });
+    const agents: string[] = [];
+    for await (const repo of c.listAgents()) agents.push(repo.repo_handle);
+    expect(agents.sort()).toEqual(["one", "two"]);
+    expect(await c.agentExists("one")).toBe(true);
+    await c.deleteAgent("one");
+    expect(await c.agentExists("one")).toBe(false);
+    await expect(c.pullAgent("one")).rejects.toMatchObject({ status: 404 });
+  });
+
   it("injects faults for the next N matching requests", async () => {
     const emu = await start();
     const c = client(emu);
