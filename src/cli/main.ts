@@ -19,12 +19,20 @@ function isCommandModule(value: unknown): value is CommandModule {
   return typeof value === "object" && value !== null && "command" in value && typeof (value as CommandModule).handler === "function";
 }
 
-async function loadCommands(): Promise<{ commands: CommandModule[]; broken: string[] }> {
+/**
+ * Loads the command modules. Start-up time matters (every `backendfs cat` pays it): when
+ * the first argument names a command file (`cat` -> commands/cat.js), only that one is
+ * loaded; for --help or an unknown name, all of them.
+ */
+async function loadCommands(argv: string[]): Promise<{ commands: CommandModule[]; broken: string[] }> {
   const commands: CommandModule[] = [];
   const broken: string[] = [];
-  const files = readdirSync(commandsDir)
+  const all = readdirSync(commandsDir)
     .filter((f) => f.endsWith(ownExtension) && !f.endsWith(".d.ts"))
     .sort();
+  const first = argv[0];
+  const only = first && !first.startsWith("-") && !argv.includes("--help") && !argv.includes("-h") ? `${first}${ownExtension}` : undefined;
+  const files = only && all.includes(only) ? [only] : all;
   for (const file of files) {
     try {
       const module = (await import(new URL(file, commandsDir).href)) as Record<string, unknown>;
@@ -36,7 +44,7 @@ async function loadCommands(): Promise<{ commands: CommandModule[]; broken: stri
   return { commands, broken };
 }
 
-const { commands, broken } = await loadCommands();
+const { commands, broken } = await loadCommands(hideBin(process.argv));
 let cli = yargs(hideBin(process.argv)).scriptName("backendfs");
 for (const command of commands) cli = cli.command(command);
 if (broken.length > 0) cli = cli.epilogue(`Commands that could not be loaded:\n  ${broken.join("\n  ")}`);

@@ -5,7 +5,6 @@
  */
 import type { Argv } from "yargs";
 import type { LoadedMountConfig } from "../config/index.js";
-import { loadMountConfig } from "../config/index.js";
 
 export interface CommonArgs {
   config?: string;
@@ -33,6 +32,8 @@ export function printJson(value: unknown): void {
 export async function runOnConfig(command: string, args: CommonArgs, action: (config: LoadedMountConfig) => Promise<void>): Promise<void> {
   let config: LoadedMountConfig | undefined;
   try {
+    // Imported here so that --help does not load every backend and database driver.
+    const { loadMountConfig } = await import("../config/index.js");
     config = await loadMountConfig(args.config);
     await action(config);
   } catch (error) {

@@ -6,10 +6,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
+import type pg from "pg";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
-import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { SqliteStore } from "../stores/sqlite-store.js";
 
@@ -58,7 +56,9 @@ export class Connections {
         // SqliteSaver creates its tables lazily; do it now so a bad file fails here.
         await saver.getTuple({ configurable: { thread_id: "\0probe" } });
       } else {
-        const postgres = new PostgresSaver(this.pool(c.url));
+        // PostgreSQL drivers load only when a config names a postgres:// URL.
+        const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+        const postgres = new PostgresSaver(await this.pool(c.url));
         await postgres.setup();
         saver = postgres;
       }
@@ -81,6 +81,7 @@ export class Connections {
         this.closers.push(() => sqliteStore.close());
         store = sqliteStore;
       } else {
+        const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
         const postgresStore = new PostgresStore({ connectionOptions: c.url });
         this.closers.push(() => postgresStore.stop());
         await postgresStore.setup();
@@ -119,10 +120,11 @@ export class Connections {
     return db;
   }
 
-  private pool(url: string): pg.Pool {
+  private async pool(url: string): Promise<pg.Pool> {
     const known = this.pools.get(url);
     if (known) return known;
-    const pool = new pg.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 });
+    const { default: postgres } = await import("pg");
+    const pool = new postgres.Pool({ connectionString: url, max: 4, connectionTimeoutMillis: 5000 });
     // An idle client's error (server restart) must not crash the process.
     pool.on("error", () => undefined);
     this.closers.push(() => pool.end());
