@@ -38,9 +38,11 @@ export function newBatch(): Batch {
  * rebase may have changed since, so they are rebased onto it first.
  */
 export function combineBatches(older: Batch, newer: Batch): { batch: Batch; conflicts: Conflict[] } {
+  // What the older batch makes of each path: its change, or, for a change it dropped while
+  // rebasing (a conflict, an identical change), the Hub content it was rebased onto.
   const olderView: Files = {};
   for (const [p, derivedFrom] of newer.base) {
-    const content = older.changes.has(p) ? older.changes.get(p) : derivedFrom;
+    const content = older.changes.has(p) ? older.changes.get(p) : older.base.has(p) ? older.base.get(p) : derivedFrom;
     if (content !== null && content !== undefined) olderView[p] = content;
   }
   const conflicts = rebaseBatch(newer, olderView);

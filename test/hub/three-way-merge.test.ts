@@ -59,3 +59,21 @@ describe("combineBatches", () => {
     expect(batch.changes.get("g")).toBe("new");
   });
 });
+
+describe("combineBatches after a conflict dropped a path", () => {
+  it("rebases the newer change onto the Hub version the older batch kept at the path", () => {
+    const older = newBatch();
+    older.changes.set("f", "a\nX\nc\nd\n");
+    older.base.set("f", "a\nb\nc\nd\n");
+    const conflicts = rebaseBatch(older, { f: "a\nY\nc\nd\n" });
+    expect(conflicts[0].path).toBe("f");
+    expect(older.changes.has("f")).toBe(false);
+    // newer was derived from our version that went to the conflict copy
+    const newer = newBatch();
+    newer.changes.set("f", "a\nX\nc\nd\nmore\n");
+    newer.base.set("f", "a\nX\nc\nd\n");
+    const { batch } = combineBatches(older, newer);
+    expect(batch.changes.get("f")).toBe("a\nY\nc\nd\nmore\n");
+    expect(batch.base.get("f")).toBe("a\nY\nc\nd\n");
+  });
+});
