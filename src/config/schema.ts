@@ -76,10 +76,10 @@ export type MountConfigFile = z.infer<typeof mountConfigSchema>;
 export function describeIssues(file: string, error: z.ZodError): string {
   const lines = error.issues.map((issue) => {
     const at = issue.path.length > 0 ? issue.path.map(String).join(".") : "(top level)";
-    const message =
-      issue.code === "invalid_union" && "discriminator" in issue
-        ? `expected one of ${BACKEND_TYPES.map((t) => JSON.stringify(t)).join(", ")}`
-        : issue.message;
+    let message = issue.message;
+    if (issue.code === "invalid_union" && "discriminator" in issue) message = `expected one of ${BACKEND_TYPES.map((t) => JSON.stringify(t)).join(", ")}`;
+    // A bad record key: say what a key must look like, not just "Invalid key in record".
+    else if (issue.code === "invalid_key") message = issue.issues.map((inner) => inner.message).join("; ");
     return `${file}: ${at}: ${message}`;
   });
   return `Invalid mount config:\n${lines.join("\n")}`;
