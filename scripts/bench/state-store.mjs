@@ -1,104 +1,127 @@
 #!/usr/bin/env node
 /**
- * State/Store benchmark, ours against deepagents' on the same data, printed as ratios:
- *   1. StateBackend grep and glob over 10,000 files (legacy runtime, same files map);
- *   2. StoreBackend grep and glob over 10,000 items in an InMemoryStore;
- *   3. StoreBackend ls over 10,000 items with search page sizes 100 / 1,000 / 5,000 / 10,000.
+ * Benchmark of the thread-state backend, the CLI and the stores, side by side in one run,
+ * printed as ratios. Runs on the built package: `npm run build && node scripts/bench/state-store.mjs`
+ * (with `source scripts/services.sh` first to include PostgreSQL).
  *
- * Usage: node scripts/bench/state-store.mjs   (compiles the sources with tsc into node_modules/.cache)
+ *  1. `backendfs cat` on a 1,000-file thread (median of N process runs) vs bare `node` start-up.
+ *  2. 100 writes batched (one pending batch, one sync) vs unbatched (batchWindowMs 0).
+ *  3. put / get / search at 10,000 items: SqliteStore and PostgresStore vs InMemoryStore.
  */
 import { spawnSync } from "node:child_process";
-import * as path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
+import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { InMemoryStore } from "@langchain/langgraph-checkpoint";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const outDir = path.join(root, "node_modules/.cache/backendfs-bench-state-store");
+const dist = new URL("../../dist/", import.meta.url);
+const { ThreadStateBackend } = await import(new URL("stores/thread-state.js", dist).href);
+const { SqliteStore } = await import(new URL("stores/sqlite-store.js", dist).href);
+const cliMain = new URL("cli/main.js", dist).pathname;
 
-function build() {
-  const tsc = path.join(root, "node_modules/.bin/tsc");
-  const args = [
-    "--outDir", outDir, "--rootDir", path.join(root, "src"), "--module", "nodenext", "--moduleResolution", "nodenext",
-    "--target", "es2022", "--skipLibCheck", "--esModuleInterop", "--strict",
-    path.join(root, "src/backends/state.ts"), path.join(root, "src/backends/store.ts"),
-  ];
-  const r = spawnSync(tsc, args, { cwd: root, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`tsc failed:\n${r.stdout}${r.stderr}`);
+const ITEMS = Number(process.env.BENCH_ITEMS ?? 10_000);
+const CAT_RUNS = Number(process.env.BENCH_CAT_RUNS ?? 7);
+const dir = mkdtempSync(join(tmpdir(), "backendfs-bench-"));
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => `${x.toFixed(1)} ms`;
+const rows = [];
+const row = (what, value, ratio) => rows.push([what, value, ratio === undefined ? "" : `${ratio.toFixed(2)}x`]);
+
+function saver() {
+  const db = new Database(join(dir, "agent.db"));
+  db.pragma("journal_mode = WAL");
+  return new SqliteSaver(db);
+}
+async function countCheckpoints(checkpointer, threadId) {
+  let n = 0;
+  for await (const _ of checkpointer.list({ configurable: { thread_id: threadId } })) n++;
+  return n;
 }
 
-/** Fastest of `runs` timings, in milliseconds (the machine is shared: the minimum is the least noisy). */
-async function time(fn, runs = 9) {
-  await fn();
-  const times = [];
-  for (let i = 0; i < runs; i++) {
-    const start = process.hrtime.bigint();
-    await fn();
-    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+try {
+  // 1. A 1,000-file thread, read by separate `backendfs cat` processes.
+  const big = new ThreadStateBackend({ checkpointer: saver(), threadId: "main" });
+  const files = Array.from({ length: 1000 }, (_, i) => [`/docs/f${i}.md`, new TextEncoder().encode(`# file ${i}\n${"lorem ipsum ".repeat(40)}\n`)]);
+  await big.uploadFiles(files);
+  await big.sync();
+  const config = join(dir, "bench.yaml");
+  writeFileSync(config, `default: { type: state, checkpointer: 'sqlite:${join(dir, "agent.db")}', thread: main }\n`);
+  const time = (args) => {
+    const t = performance.now();
+    const r = spawnSync(process.execPath, args, { cwd: dir });
+    if (r.status !== 0) throw new Error(`${args.join(" ")}: ${r.stderr}`);
+    return performance.now() - t;
+  };
+  const nodeStart = median(Array.from({ length: CAT_RUNS }, () => time(["-e", ""])));
+  const cat = median(Array.from({ length: CAT_RUNS }, () => time([cliMain, "cat", "/docs/f500.md", "-c", config])));
+  row("node start-up (no work), median", ms(nodeStart), 1);
+  row("backendfs cat, 1,000-file thread, median", ms(cat), cat / nodeStart);
+  const t0 = performance.now();
+  for (let i = 0; i < 100; i++) await big.read(`/docs/f${i}.md`);
+  row("in-process read on that thread (mean of 100)", ms((performance.now() - t0) / 100));
+
+  // 2. 100 writes batched vs unbatched.
+  const runWrites = async (threadId, batchWindowMs) => {
+    const checkpointer = saver();
+    const backend = new ThreadStateBackend({ checkpointer, threadId, batchWindowMs });
+    const t = performance.now();
+    for (let i = 0; i < 100; i++) await backend.write(`/w/f${i}.txt`, `content ${i}`);
+    await backend.sync();
+    return { time: performance.now() - t, checkpoints: await countCheckpoints(checkpointer, threadId) };
+  };
+  const unbatched = await runWrites("unbatched", 0);
+  const batched = await runWrites("batched", 60_000);
+  row(`100 writes unbatched (${unbatched.checkpoints} checkpoints)`, ms(unbatched.time), 1);
+  row(`100 writes batched (${batched.checkpoints} checkpoint${batched.checkpoints === 1 ? "" : "s"})`, ms(batched.time), batched.time / unbatched.time);
+
+  // 3. Stores at ITEMS items.
+  const stores = [["InMemoryStore", async () => new InMemoryStore(), async () => {}]];
+  stores.push(["SqliteStore", async () => new SqliteStore(join(dir, "store.db")), async (s) => s.close()]);
+  const pgUrl = process.env.BACKENDFS_TEST_PG_URL;
+  if (pgUrl) {
+    const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
+    stores.push(["PostgresStore", async () => {
+      const s = new PostgresStore({ connectionOptions: pgUrl });
+      await s.setup();
+      return s;
+    }, async (s) => s.stop()]);
   }
-  return Math.min(...times);
-}
-
-function makeFiles(n) {
-  const files = {};
-  const base = Date.parse("2026-01-01T00:00:00Z");
-  for (let i = 0; i < n; i++) {
-    const stamp = new Date(base + i * 1000).toISOString();
-    const body = Array.from({ length: 20 }, (_, l) => `line ${l} of file ${i} lorem ipsum dolor sit amet`).join("\n");
-    const content = i % 100 === 0 ? body + "\nNEEDLE here" : body;
-    files[`/dir${i % 50}/sub${i % 7}/file${i}.${i % 3 === 0 ? "md" : "ts"}`] = {
-      content, mimeType: i % 3 === 0 ? "text/markdown" : "text/plain", created_at: stamp, modified_at: stamp,
-    };
-  }
-  return files;
-}
-
-function row(label, ours, theirs) {
-  console.log(`${label.padEnd(34)} ours ${ours.toFixed(2).padStart(8)} ms   deepagents ${theirs.toFixed(2).padStart(8)} ms   x${(theirs / ours).toFixed(1)}`);
-}
-
-build();
-const { StateBackend } = await import(pathToFileURL(path.join(outDir, "backends/state.js")).href);
-const store = await import(pathToFileURL(path.join(outDir, "backends/store.js")).href);
-const { StateBackend: TheirState, StoreBackend: TheirStore } = await import("deepagents");
-const { InMemoryStore } = await import("@langchain/langgraph-checkpoint");
-
-const N = 10_000;
-const files = makeFiles(N);
-console.log(`${N} files, ${(JSON.stringify(files).length / 1e6).toFixed(1)} MB of text\n`);
-
-const ours = new StateBackend({ state: { files } });
-const theirs = new TheirState({ state: { files } });
-const cases = [
-  ["state grep NEEDLE /", (b) => b.grep("NEEDLE", "/")],
-  ["state grep 'lorem' maxCount 100", (b) => b.grep("lorem", "/", null, 100)],
-  ["state grep NEEDLE glob *.md", (b) => b.grep("NEEDLE", "/", "*.md")],
-  ["state glob **/*.md", (b) => b.glob("**/*.md", "/")],
-  ["state glob *.ts in /dir3/sub3", (b) => b.glob("*.ts", "/dir3/sub3")],
-  ["state ls /dir3", (b) => b.ls("/dir3")],
-];
-for (const [label, run] of cases) row(label, await time(() => run(ours)), await time(() => run(theirs)));
-
-const memory = new InMemoryStore();
-await memory.batch(Object.entries(files).map(([key, value]) => ({ namespace: ["filesystem"], key, value })));
-const ourStore = new store.StoreBackend({ store: memory });
-const theirStore = new TheirStore({ store: memory });
-console.log("");
-for (const [label, run] of [
-  ["store grep NEEDLE /", (b) => b.grep("NEEDLE", "/")],
-  ["store glob **/*.md", (b) => b.glob("**/*.md", "/")],
-  ["store ls /dir3", (b) => b.ls("/dir3")],
-]) {
-  row(label, await time(() => run(ourStore), 3), await time(() => run(theirStore), 3));
-}
-
-// Page size: one search per page; InMemoryStore copies all candidates per call.
-console.log("\nInMemoryStore.search paging of 10,000 items (what listItems does):");
-for (const pageSize of [100, 1000, 5000, 10000]) {
-  const ms = await time(async () => {
-    for (let offset = 0; ; offset += pageSize) {
-      const page = await memory.search(["filesystem"], { limit: pageSize, offset });
-      if (page.length < pageSize) break;
+  const results = {};
+  for (const [name, open, close] of stores) {
+    const store = await open();
+    const ns = ["bench", `run${Date.now()}`];
+    let t = performance.now();
+    for (let i = 0; i < ITEMS; i++) await store.put(ns, `/f${i}.md`, { content: `item ${i}`, mimeType: "text/markdown", created_at: "t", modified_at: "t" });
+    const put = performance.now() - t;
+    t = performance.now();
+    for (let i = 0; i < ITEMS; i++) await store.get(ns, `/f${(i * 7919) % ITEMS}.md`);
+    const get = performance.now() - t;
+    t = performance.now();
+    let seen = 0;
+    for (let offset = 0; ; offset += 100) {
+      const page = await store.search(ns, { limit: 100, offset });
+      seen += page.length;
+      if (page.length < 100) break;
     }
-  }, 3);
-  console.log(`  page ${String(pageSize).padStart(5)}: ${ms.toFixed(1)} ms`);
+    const search = performance.now() - t;
+    if (seen !== ITEMS) throw new Error(`${name}: search paged ${seen} items, expected ${ITEMS}`);
+    results[name] = { put, get, search };
+    await close(store);
+  }
+  const base = results.InMemoryStore;
+  for (const [name, r] of Object.entries(results)) {
+    row(`${name}: ${ITEMS} puts`, ms(r.put), r.put / base.put);
+    row(`${name}: ${ITEMS} gets`, ms(r.get), r.get / base.get);
+    row(`${name}: search all ${ITEMS} (pages of 100)`, ms(r.search), r.search / base.search);
+  }
+  if (!pgUrl) row("PostgresStore", "skipped: BACKENDFS_TEST_PG_URL not set", undefined);
+
+  const w = [Math.max(...rows.map((r) => r[0].length)), Math.max(...rows.map((r) => r[1].length))];
+  console.log(`${"measure".padEnd(w[0])}  ${"time".padStart(w[1])}  ratio`);
+  for (const [a, b, c] of rows) console.log(`${a.padEnd(w[0])}  ${b.padStart(w[1])}  ${c}`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
 }
-console.log(`(StoreBackend uses ${store.STORE_SEARCH_PAGE_SIZE})`);
