@@ -4,9 +4,10 @@
  * glob after each sequence.
  */
 import fc from "fast-check";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { canRename, performStringReplacement } from "../../src/protocol/index.js";
-import type { BackendHarness, HarnessFactory } from "../support/harness.js";
+import { plainHarness, type BackendHarness, type HarnessFactory } from "../support/harness.js";
+import { closePg, describePg, makePgStore, makePgThreadState } from "../support/backends-pg.js";
 import {
   composite,
   filesystem,
@@ -171,4 +172,10 @@ describe("property: backends agree with an in-memory model", () => {
   describeModelProperty("ThreadStateBackend (SQLite)", threadStateSqlite);
   describeModelProperty("Composite /r/ -> StoreBackend", composite(storeInMemory));
   describeModelProperty("Composite /r/ -> FilesystemBackend", composite(filesystem(true)));
+});
+
+afterAll(closePg);
+describePg("property on Postgres: backends agree with an in-memory model", () => {
+  describeModelProperty("ThreadStateBackend (PostgresSaver)", async () => plainHarness(await makePgThreadState()));
+  describeModelProperty("StoreBackend (PostgresStore)", async () => plainHarness(await makePgStore()));
 });
