@@ -112,7 +112,7 @@ describe("concurrent writers", () => {
     expect((await theirs.read("/from-backendfs.md")).content).toBe("bf");
   });
 
-  it("randomized: 4 writers x 200 operations, every acknowledged write present in place or as a conflict copy", async () => {
+  it("randomized: 4 writers (3 write-back, 1 waiting) x 200 operations, every acknowledged write present in place or as a conflict copy", async () => {
     const emu = await pool.start();
     const shared = ["s0.md", "s1.md", "s2.md", "dir/s3.md", "dir/s4.txt"];
     await seed(emu, Object.fromEntries(shared.map((p) => [p, `base ${p} 1\nbase ${p} 2\nbase ${p} 3\n`])));
@@ -131,8 +131,13 @@ describe("concurrent writers", () => {
     let retriedCommits = 0;
 
     async function writer(w: number): Promise<ContextHubBackend> {
-      const backend = ours(emu, (line) => {
-        if (line.startsWith("commit failed")) retriedCommits++;
+      // Writers 0-2 write back (as a mount does); writer 3 waits for each commit (deepagents mode).
+      const backend = new ContextHubBackend("repo", {
+        client: hubClient(emu, { retries: false }),
+        writeBack: w !== 3,
+        log: (line) => {
+          if (line.startsWith("commit failed")) retriedCommits++;
+        },
       });
       for (let op = 0; op < 200; op++) {
         const path = pick(shared);
