@@ -96,12 +96,35 @@ function isSameNamespace(a: string[], b: string[]): boolean {
 function fileDataOf(item: Item): FileData | undefined {
   const value = item.value as Record<string, unknown> | null | undefined;
   if (!value) return undefined;
-  const content = value["content"];
+  const content = bytesFromSerialized(value) ?? value["content"];
   const validContent = Array.isArray(content) || typeof content === "string" || ArrayBuffer.isView(content);
   if (!validContent || typeof value["created_at"] !== "string" || typeof value["modified_at"] !== "string") {
     return undefined;
   }
-  return value as unknown as FileData;
+  return (content === value["content"] ? value : { ...value, content }) as unknown as FileData;
+}
+
+/**
+ * Binary content as stores that keep JSON hand it back: a Uint8Array serialized by
+ * JSON.stringify (an index-keyed object, as PostgresStore returns it; deepagents' read_file
+ * accepts the same shape), or the Python deepagents layout `{content, encoding: "base64"}`.
+ */
+function bytesFromSerialized(value: Record<string, unknown>): Uint8Array | undefined {
+  const content = value["content"];
+  if (value["encoding"] === "base64" && typeof content === "string") {
+    return new Uint8Array(Buffer.from(content, "base64"));
+  }
+  if (typeof content !== "object" || content === null || Array.isArray(content) || ArrayBuffer.isView(content)) {
+    return undefined;
+  }
+  const entries = Object.entries(content as Record<string, unknown>);
+  const bytes = new Uint8Array(entries.length);
+  for (const [key, byte] of entries) {
+    const index = Number(key);
+    if (!Number.isInteger(index) || index < 0 || index >= bytes.length || typeof byte !== "number") return undefined;
+    bytes[index] = byte;
+  }
+  return bytes;
 }
 
 function invalidItemError(item: Item): string {
