@@ -130,7 +130,11 @@ describe("concurrent writers", () => {
     let conflictReports = 0;
     let retriedCommits = 0;
 
+    const privateFiles: Array<Map<string, string[]>> = [];
+
     async function writer(w: number): Promise<ContextHubBackend> {
+      const mine = new Map<string, string[]>();
+      privateFiles[w] = mine;
       // Writers 0-2 write back (as a mount does); writer 3 waits for each commit (deepagents mode).
       const backend = new ContextHubBackend("repo", {
         client: hubClient(emu, { retries: false }),
@@ -143,17 +147,37 @@ describe("concurrent writers", () => {
         const path = pick(shared);
         const token = `w${w}-op${op}`;
         const kind = random();
-        if (kind < 0.45) {
+        if (kind < 0.35) {
           const current = ((await backend.read(`/${path}`)).content as string) ?? "";
           const lines = current.split(/(?<=\n)/);
           lines.splice(Math.floor(random() * (lines.length + 1)), 0, `${token}\n`);
           const [res] = await backend.uploadFiles([[`/${path}`, enc(lines.join(""))]]);
           if (res.error === null) acknowledged.push({ path, token });
-        } else if (kind < 0.75) {
+        } else if (kind < 0.6) {
           const current = ((await backend.read(`/${path}`)).content as string) ?? "";
           const anchor = pick(current.split("\n").filter((l) => l !== ""));
           const res = await backend.edit(`/${path}`, `${anchor}\n`, `${anchor}\n${token}\n`);
           if (res.error === undefined) acknowledged.push({ path, token });
+        } else if (kind < 0.75) {
+          // this writer's own files: append, rename, delete (no other writer touches them)
+          const names = [...mine.keys()];
+          const choice = random();
+          if (names.length === 0 || choice < 0.6) {
+            const name = names.length > 0 && random() < 0.7 ? pick(names) : `private/w${w}/f${op}.md`;
+            const tokens = [...(mine.get(name) ?? []), token];
+            const [res] = await backend.uploadFiles([[`/${name}`, enc(tokens.map((t) => `${t}\n`).join(""))]]);
+            if (res.error === null) mine.set(name, tokens);
+          } else if (choice < 0.85) {
+            const from = pick(names);
+            const to = `private/w${w}/r${op}.md`;
+            if ((await backend.rename(`/${from}`, `/${to}`)).error === undefined) {
+              mine.set(to, mine.get(from) ?? []);
+              mine.delete(from);
+            }
+          } else {
+            const name = pick(names);
+            if ((await backend.delete(`/${name}`)).error === undefined) mine.delete(name);
+          }
         } else if (kind < 0.9) {
           if ((await backend.sync()).error) conflictReports++;
         } else if (kind < 0.95) {
@@ -182,6 +206,10 @@ describe("concurrent writers", () => {
       );
     });
     expect(acknowledged.length).toBeGreaterThan(300);
+    const privateExpected = Object.fromEntries(privateFiles.flatMap((m) => [...m].map(([p, t]) => [p, t.map((x) => `${x}\n`).join("")])));
+    const privateActual = Object.fromEntries(Object.entries(files).filter(([p]) => p.startsWith("private/")));
+    expect(privateActual).toEqual(privateExpected);
+    expect(Object.keys(privateExpected).length).toBeGreaterThan(4);
     expect(lost).toEqual([]);
     expect(emu.commitCount("repo")).toBeGreaterThan(4);
     console.log(
