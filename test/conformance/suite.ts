@@ -10,6 +10,7 @@
 import { readdir, readFile, symlink, writeFile, mkdir } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { EMPTY_CONTENT_WARNING } from "../../src/protocol/index.js";
 import type { BackendProtocolV2, FileInfo, GrepMatch } from "../../src/protocol/index.js";
 import type { BackendHarness, HarnessFactory } from "../support/harness.js";
 
@@ -50,8 +51,6 @@ export const FIXES = {
   exactBytes: "fix 8: bytes round-trip exactly",
   badInput: "fix 9: bad paths give structured errors on every backend",
 } as const;
-
-export const EMPTY_CONTENT_WARNING = "System reminder: File exists but has empty contents";
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -566,7 +565,7 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
         for (const [what, path] of BAD) {
           fixed(FIXES.badInput, `${what} is a structured error for every method, nothing stored`, async (c) => {
             const b = c.b;
-            const raw = path; // bad paths go to the backend as they are
+            const raw = path; // as is: not mapped through the harness
             const errors = [
               (await b.write(raw, "x")).error,
               (await b.read(raw)).error,
