@@ -17,7 +17,8 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(cwd, { recursive: true, force: true }));
 
-describe("backendfs CLI on the embedded default", () => {
+// Every step is a new Node process (about 1-3 s each on a busy machine).
+describe("backendfs CLI on the embedded default", { timeout: 180_000 }, () => {
   it("put then cat round-trips bytes exactly, state at / and the store at /memories/", async () => {
     const bytes = new Uint8Array([0x68, 0x69, 0x0a, 0xff, 0xfe, 0x00, 0x0d, 0x0a]);
     expect((await run(["put", "/notes/raw.txt"], bytes)).code).toBe(0);
@@ -76,7 +77,7 @@ describe("backendfs CLI on the embedded default", () => {
   });
 });
 
-describe("backendfs CLI with a config file", () => {
+describe("backendfs CLI with a config file", { timeout: 180_000 }, () => {
   it("routes to a filesystem folder relative to the config, and enforces permissions", async () => {
     mkdirSync(join(cwd, "cfg/workspace"), { recursive: true });
     writeFileSync(join(cwd, "cfg/workspace/hello.txt"), "hi from disk\n");

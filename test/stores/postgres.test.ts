@@ -73,7 +73,7 @@ describePg("Postgres through the mount config and the CLI", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("two processes whose configs point at one database share one filesystem", async () => {
+  it("two processes whose configs point at one database share one filesystem", { timeout: 180_000 }, async () => {
     const url = pgTestUrl()!;
     const thread = `cli-${randomUUID()}`;
     const ns = `ns-${randomUUID()}`;
