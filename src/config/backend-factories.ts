@@ -16,6 +16,9 @@ export interface FactoryContext {
 type Factory<S extends BackendSpec> = (spec: S, ctx: FactoryContext) => Promise<AnyBackendProtocol>;
 type Registry = { [T in BackendSpec["type"]]: Factory<Extract<BackendSpec, { type: T }>> };
 
+/** One journal file per repo in it (context-hub-journal.ts). */
+const HUB_JOURNAL_DIR = ".backendfs/hub-journal";
+
 const resolvePath = (path: string, baseDir: string) => (isAbsolute(path) ? path : resolve(baseDir, path));
 
 async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M> {
@@ -52,10 +55,21 @@ export const backendFactories: Registry = {
     const { type: _type, rootDir, ...options } = spec;
     return LocalShellBackend.create({ ...options, rootDir: resolvePath(rootDir, ctx.baseDir) });
   },
-  "context-hub": async (spec) => {
+  "context-hub": async (spec, ctx) => {
     const { ContextHubBackend } = await importBackend("context-hub", () => import("../backends/context-hub.js"));
-    // API URL and key come from LANGSMITH_ENDPOINT / LANGSMITH_API_KEY (the client's defaults).
-    return new ContextHubBackend(spec.repo);
+    const { Client } = await import("langsmith");
+    // Unset apiUrl/apiKey fall back to LANGSMITH_ENDPOINT / LANGSMITH_API_KEY (the client's defaults).
+    const client = new Client({ apiUrl: spec.apiUrl, apiKey: spec.apiKey });
+    // The client retries 4 times with backoff (up to ~30 s), past the mount's call limit; the
+    // backend retries failed commits itself, so one quick retry for a blip is enough.
+    (client as unknown as { caller: { maxRetries: number } }).caller.maxRetries = 1;
+    // A mount acknowledges writes at close and commits in batches; fsync waits for the commit.
+    return new ContextHubBackend(spec.repo, {
+      client,
+      writeBack: true,
+      journalDir: resolvePath(spec.journalDir ?? `./${HUB_JOURNAL_DIR}`, ctx.baseDir),
+      log: (line) => process.stderr.write(`backendfs: context-hub ${spec.repo}: ${line}\n`),
+    });
   },
 };
 

@@ -41,7 +41,10 @@ export interface LoadedMountConfig {
   file: string | null;
   /** Which route serves a path. */
   servedBy(path: string): ServedBy;
-  /** Commits what backends hold pending (thread state batches), then closes every connection. */
+  /**
+   * Commits what backends hold pending (thread state batches, Hub commits), then closes every
+   * connection; throws when a backend reports changes it could not save.
+   */
   close(): Promise<void>;
 }
 
@@ -113,11 +116,19 @@ async function buildMountConfig(config: MountConfigFile, baseDir: string, file: 
       return { route: entry.route, type: entry.spec.type, backend: entry.backend, innerPath: d.innerPath };
     },
     async close() {
-      for (const { backend: b } of built) {
-        const closable = b as { close?: () => unknown };
-        if (typeof closable.close === "function") await closable.close();
+      // A backend's close may report what it could not save (a Hub batch kept in its journal).
+      const problems: string[] = [];
+      try {
+        for (const { route, backend: b } of built) {
+          const closable = b as { close?: () => unknown };
+          if (typeof closable.close !== "function") continue;
+          const outcome = (await closable.close()) as { error?: unknown } | undefined;
+          if (typeof outcome?.error === "string") problems.push(`${route ?? "default"}: ${outcome.error}`);
+        }
+      } finally {
+        await connections.close();
       }
-      await connections.close();
+      if (problems.length > 0) throw new Error(`closing backends: ${problems.join("; ")}`);
     },
   };
 }

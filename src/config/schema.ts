@@ -43,6 +43,12 @@ const localShellSpec = z.strictObject({
 const contextHubSpec = z.strictObject({
   type: z.literal("context-hub"),
   repo: z.string().min(1),
+  /** Default: LANGSMITH_ENDPOINT, else the LangSmith cloud. */
+  apiUrl: z.string().url().optional(),
+  /** Default: LANGSMITH_API_KEY. */
+  apiKey: z.string().min(1).optional(),
+  /** Where changes not committed at unmount wait for the next mount; default ./.backendfs/hub-journal. */
+  journalDir: z.string().min(1).optional(),
 });
 
 export const BACKEND_TYPES = ["state", "store", "filesystem", "local-shell", "context-hub"] as const;
