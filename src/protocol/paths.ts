@@ -17,6 +17,7 @@ export type PathCheck = { path: string; error?: undefined } | { path?: undefined
  * longer than Linux allows.
  */
 export function checkVirtualPath(raw: unknown): PathCheck {
+  if (typeof raw === "string" && isNormalPath(raw)) return { path: raw };
   if (typeof raw !== "string" || raw.trim() === "") return { error: "Path cannot be empty" };
   if (raw.includes("\0")) return { error: `Path contains a NUL byte: ${JSON.stringify(raw)}` };
   if (/^[a-zA-Z]:/.test(raw) || raw.includes("\\")) {
@@ -36,6 +37,39 @@ export function checkVirtualPath(raw: unknown): PathCheck {
   const path = "/" + segments.join("/");
   if (Buffer.byteLength(path, "utf8") > MAX_PATH_BYTES) return { error: `Path too long: ${raw}` };
   return { path };
+}
+
+/** A segment of at most this many UTF-16 units is at most MAX_NAME_BYTES in UTF-8 (3 bytes a unit at most). */
+const SHORT_NAME_UNITS = Math.floor(MAX_NAME_BYTES / 3);
+const SHORT_PATH_UNITS = Math.floor(MAX_PATH_BYTES / 3);
+const SLASH = 0x2f;
+const DOT = 0x2e;
+
+/**
+ * The fast path of checkVirtualPath: true when `raw` is already its own normal form and
+ * valid, found by one scan of its characters (most calls get a path a backend returned).
+ * It answers false whenever in doubt; the full check then decides.
+ */
+function isNormalPath(raw: string): boolean {
+  if (raw === "/") return true;
+  const length = raw.length;
+  if (length > SHORT_PATH_UNITS || raw.charCodeAt(0) !== SLASH || raw.charCodeAt(1) === 0x7e /* ~ */) return false;
+  let segmentStart = 1;
+  for (let i = 1; i <= length; i++) {
+    const code = i === length ? SLASH : raw.charCodeAt(i);
+    if (code === SLASH) {
+      const segmentLength = i - segmentStart;
+      // Empty (`//`, trailing `/`), too long to be sure without counting bytes, `.` or `..`.
+      if (segmentLength === 0 || segmentLength > SHORT_NAME_UNITS) return false;
+      if (raw.charCodeAt(segmentStart) === DOT && (segmentLength === 1 || (segmentLength === 2 && raw.charCodeAt(segmentStart + 1) === DOT))) {
+        return false;
+      }
+      segmentStart = i + 1;
+    } else if (code === 0 || code === 0x5c /* \ */) {
+      return false;
+    }
+  }
+  return true;
 }
 
 /** True when `path` is `dir` itself or lies below it (segment-aware: `/a` is not under `/ab`). */
