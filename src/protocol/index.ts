@@ -9,7 +9,7 @@ export {
   resolveBackend,
 } from "./adapt.js";
 export { applyGrepMaxCount, grepText, DEFAULT_GREP_MAX_COUNT } from "./grep.js";
-export { normalizeReadPagination, paginateText, countLines, EMPTY_CONTENT_WARNING, DEFAULT_READ_LIMIT } from "./pagination.js";
+export { normalizeReadPagination, paginateText, countLines, countTextLines, EMPTY_CONTENT_WARNING, DEFAULT_READ_LIMIT } from "./pagination.js";
 export { performStringReplacement } from "./edit.js";
 export { getMimeType, isTextMimeType } from "./mime.js";
 export {
