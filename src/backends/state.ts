@@ -106,7 +106,8 @@ export class StateBackend implements BackendProtocolV2, Renamable, Stattable {
     update: FilesUpdate | undefined,
   ): R & { filesUpdate?: FilesUpdate } {
     if (result.error !== undefined || update === undefined) return result;
-    if (this.runtime) return { ...result, filesUpdate: update };
+    // Planner results are fresh objects: adding the field beats copying the result.
+    if (this.runtime) return Object.assign(result, { filesUpdate: update });
     const channel = pregelChannel();
     if (!channel) return { error: STATE_BACKEND_OUTSIDE_GRAPH_ERROR } as R;
     channel.send([["files", update]]);

@@ -68,6 +68,12 @@ export function mergeFilesUpdate(current: FilesMap | undefined, update: FilesUpd
 
 const has = (files: FilesMap, key: string): boolean => Object.prototype.hasOwnProperty.call(files, key);
 
+/**
+ * The entry at a normalized key, in one lookup: keys start with `/`, as no inherited
+ * property's name does, so a plain property read finds own entries only.
+ */
+const entryAt = (files: FilesMap, key: string): FileData | undefined => files[key] ?? undefined;
+
 /** Directory arguments (ls, grep, glob) default to `/` when empty, as deepagents does. */
 function checkDirectoryPath(raw: string | null | undefined) {
   return raw == null || raw.trim() === "" ? { path: "/" } : checkVirtualPath(raw);
@@ -121,8 +127,8 @@ export function readFile(
 ): ReadResult {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { error: check.error };
-  if (!has(files, check.path)) return { error: `File '${path}' not found` };
-  const data = files[check.path]!;
+  const data = entryAt(files, check.path);
+  if (data === undefined) return { error: `File '${path}' not found` };
   const mimeType = mimeTypeOf(data, check.path);
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
   if (!isTextMimeType(mimeType)) return { content, mimeType };
@@ -133,8 +139,8 @@ export function readFile(
 export function readRawFile(files: FilesMap, path: string): ReadRawResult {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { error: check.error };
-  if (!has(files, check.path)) return { error: `File '${path}' not found` };
-  return { data: files[check.path]! };
+  const data = entryAt(files, check.path);
+  return data === undefined ? { error: `File '${path}' not found` } : { data };
 }
 
 /** The searchable text of an entry, or undefined for binary entries (skipped by grep). */
@@ -258,7 +264,7 @@ export function planWrite(files: FilesMap, path: string, content: string, fileFo
   if (check.error !== undefined) return { result: { error: check.error } };
   if (check.path === "/") return { result: { error: IS_ROOT_ERROR } };
   const key = check.path;
-  const data = createWriteFileData(key, content, fileFormat, has(files, key) ? files[key] : undefined);
+  const data = createWriteFileData(key, content, fileFormat, entryAt(files, key));
   return { result: { path: key }, update: { [key]: data } };
 }
 
@@ -272,8 +278,8 @@ export function planEdit(
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { result: { error: check.error } };
   const key = check.path;
-  if (key === "/" || !has(files, key)) return { result: { error: `Error: File '${path}' not found` } };
-  const data = files[key]!;
+  const data = key === "/" ? undefined : entryAt(files, key);
+  if (data === undefined) return { result: { error: `Error: File '${path}' not found` } };
   // deepagents' StateBackend throws here; StoreBackend returns this message.
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
   if (typeof content !== "string") return { result: { error: "Error: Cannot convert binary FileData to string" } };
@@ -320,7 +326,7 @@ export function planUpload(
       responses.push({ path, error: "is_directory" });
       continue;
     }
-    const existing = update[key] ?? (has(files, key) ? files[key] : undefined);
+    const existing = update[key] ?? entryAt(files, key);
     update[key] = createUploadFileData(key, bytes, fileFormat, existing);
     responses.push({ path, error: null });
   }
