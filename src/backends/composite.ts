@@ -19,6 +19,7 @@ import {
   canSync,
   canTrackChanges,
   canWatch,
+  canXattrs,
   isSandboxBackend,
   isSandboxProtocol,
   parentOf,
@@ -40,6 +41,7 @@ import {
   type RenameResult,
   type StatResult,
   type WriteResult,
+  type XattrsResult,
 } from "../protocol/index.js";
 import { absolutePatternMatcher, rebaseAbsolutePattern } from "./rebase-pattern.js";
 import { moveAcrossBackends } from "./move.js";
@@ -431,8 +433,17 @@ export class CompositeBackend implements BackendProtocolV2 {
     return [{ route: null, backend: this.defaultBackend }, ...this.table.routes.map((r) => ({ route: r, backend: r.backend }))];
   }
 
-  /** A durability barrier over every backend that has one; all are tried, errors joined. */
-  async sync(): Promise<{ error?: string }> {
+  /**
+   * A durability barrier. With a path (an fsync), only the backend serving it is synced, so one
+   * route's failure (a Hub conflict) is reported to that route's files. Without one, every
+   * backend that has a barrier is tried and the errors are joined.
+   */
+  async sync(path?: string): Promise<{ error?: string }> {
+    if (path !== undefined && !this.table.isImplicitDirectory(path)) {
+      const { backend, innerPath } = this.table.resolve(path);
+      if (!canSync(backend)) return {};
+      return await backend.sync(innerPath);
+    }
     const errors: string[] = [];
     for (const { route, backend } of this.allBackends()) {
       if (!canSync(backend)) continue;
@@ -444,6 +455,14 @@ export class CompositeBackend implements BackendProtocolV2 {
       }
     }
     return errors.length > 0 ? { error: errors.join("; ") } : {};
+  }
+
+  /** Forwarded to the serving backend; backends without extended attributes have none. */
+  async xattrs(path: string): Promise<XattrsResult> {
+    if (this.table.isImplicitDirectory(path)) return { xattrs: {} };
+    const { backend, innerPath } = this.table.resolve(path);
+    if (!canXattrs(backend)) return { xattrs: {} };
+    return await backend.xattrs(innerPath);
   }
 
   /**

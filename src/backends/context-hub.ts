@@ -29,6 +29,7 @@ import {
   type RenameResult,
   type StatResult,
   type WriteResult,
+  type XattrsResult,
 } from "../protocol/index.js";
 import {
   applyChanges,
@@ -49,6 +50,8 @@ const MAX_CONFLICT_RETRIES = 3;
 const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 30_000;
 const HISTORY_SIZE = 8;
+/** Conflicts kept for a later path-scoped sync(path) of their file. */
+const MAX_UNREPORTED = 1000;
 const CLOSED = "Error: Context Hub backend is closed";
 
 /** The two langsmith `Client` methods the backend uses (a duck-typed fake works too). */
@@ -135,6 +138,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private unreportedConflicts: Conflict[] = [];
   private readonly history = new Map<string, Files>();
   private closed = false;
+  private authFailureLogged = false;
 
   constructor(
     private readonly identifier: string,
@@ -161,6 +165,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
       context = await this.client.pullAgent(this.identifier);
     } catch (error) {
       if (isNotFoundError(error)) return { files: {}, linked: {}, commitHash: null, versions: new Map() };
+      this.noteAuthFailure(error);
       throw error;
     }
     const files: Files = {};
@@ -330,7 +335,16 @@ export class ContextHubBackend implements BackendProtocolV2 {
     this.unreportedConflicts.push(...conflicts);
   }
 
+  /** A refused API key is said once, plainly: every later failure would only repeat it. */
+  private noteAuthFailure(error: unknown): void {
+    const status = errorStatus(error);
+    if ((status !== 401 && status !== 403) || this.authFailureLogged) return;
+    this.authFailureLogged = true;
+    this.log(`the Hub refused the API key (HTTP ${status}: ${errorMessage(error)}); check the route's apiKey or LANGSMITH_API_KEY`);
+  }
+
   private onCommitFailed(batch: Batch, error: unknown): void {
+    this.noteAuthFailure(error);
     this.failures++;
     this.consecutiveFailures++;
     this.lastFailure = error;
@@ -403,9 +417,9 @@ export class ContextHubBackend implements BackendProtocolV2 {
   /**
    * Durability barrier: commits everything accepted before the call and reports the outcome.
    * A failed commit is an error value (the data stays pending); merge conflicts since the
-   * last sync are reported once.
+   * last sync are reported once: all of them, or with `path` (a mount's fsync) that file's.
    */
-  async sync(): Promise<{ error?: string }> {
+  async sync(path?: string): Promise<{ error?: string }> {
     const target = this.acceptSeq;
     const failuresBefore = this.failures;
     for (;;) {
@@ -426,8 +440,10 @@ export class ContextHubBackend implements BackendProtocolV2 {
       const error = this.lastFailure;
       return { error: isHubError(error) ? hubUnavailable(error) : errorMessage(error) };
     }
-    const conflicts = this.unreportedConflicts.filter((c) => c.copy !== undefined);
-    this.unreportedConflicts = [];
+    const key = path === undefined ? undefined : toKey(path).key;
+    const concerns = (c: Conflict) => key === undefined || c.path === key;
+    const conflicts = this.unreportedConflicts.filter((c) => concerns(c) && c.copy !== undefined);
+    this.unreportedConflicts = this.unreportedConflicts.filter((c) => !concerns(c)).slice(-MAX_UNREPORTED);
     if (conflicts.length > 0) return { error: conflicts.map(describeConflict).join("\n") };
     return {};
   }
@@ -530,6 +546,28 @@ export class ContextHubBackend implements BackendProtocolV2 {
     if (unavailable !== undefined) return { error: unavailable };
     if (this.lookup(k.key) === undefined) return { error: `File '${path}' not found` };
     return this.fileInfo(k.key);
+  }
+
+  /**
+   * Read-only extended attributes for a mount: `user.backendfs.repo` on every entry,
+   * `user.backendfs.commit` (the commit the file's content was read at) on committed files,
+   * `user.backendfs.head` (the commit the backend is on) and `user.backendfs.dirty` while a
+   * change waits for its commit.
+   */
+  async xattrs(path: string): Promise<XattrsResult> {
+    const k = toKey(path);
+    if (k.error !== undefined) return { error: k.error };
+    const unavailable = await this.tryLoad();
+    if (unavailable !== undefined) return { error: unavailable };
+    const xattrs: Record<string, string> = { "user.backendfs.repo": this.identifier.split(":")[0] };
+    if (k.key !== "" && this.lookup(k.key) !== undefined) {
+      const info = this.fileInfo(k.key);
+      if (info.commit) xattrs["user.backendfs.commit"] = info.commit;
+      if (info.dirty) xattrs["user.backendfs.dirty"] = "1";
+    }
+    const head = this.durable?.commitHash;
+    if (head) xattrs["user.backendfs.head"] = head;
+    return { xattrs };
   }
 
   /**

@@ -29,6 +29,7 @@ import {
   type SandboxBackendProtocolV2,
   type StatResult,
   type WriteResult,
+  type XattrsResult,
 } from "../protocol/index.js";
 
 export type OperationName =
@@ -59,7 +60,7 @@ export type Outcome = { ok: true } | { ok: false; error: string };
 type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
 
 /** Optional methods that exist on the wrapper only when the wrapped backend has them. */
-const OPTIONAL = ["delete", "uploadFiles", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute"] as const;
+const OPTIONAL = ["delete", "uploadFiles", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
 
 function outcomeOf(result: unknown): Outcome {
   const error = (result as { error?: unknown } | null)?.error;
@@ -245,9 +246,14 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
     );
   }
 
-  /** Not path operations: forwarded unchecked. */
-  sync(): Promise<{ error?: string }> {
-    return Promise.resolve(this.forward("sync") as { error?: string });
+  /** Not path operations (sync's path only narrows what is synced): forwarded unchecked. */
+  sync(path?: string): Promise<{ error?: string }> {
+    return Promise.resolve((path === undefined ? this.forward("sync") : this.forward("sync", path)) as { error?: string });
+  }
+
+  /** Read-only metadata, like `stat` in a mount: forwarded unchecked. */
+  xattrs(path: string): Promise<XattrsResult> {
+    return Promise.resolve(this.forward("xattrs", path) as XattrsResult);
   }
 
   changesSince(token: string | null): Promise<ChangeSet> {

@@ -36,9 +36,13 @@ export interface Stattable {
   stat(path: string): MaybePromise<StatResult>;
 }
 
-/** A durability barrier: pending batches are written (checkpoint, commit) before it resolves. */
+/**
+ * A durability barrier: pending batches are written (checkpoint, commit) before it resolves.
+ * `path` (optional) names the file the caller syncs: a router may sync only the backend
+ * serving it, and a backend may report only that file's problems (e.g. a merge conflict).
+ */
 export interface Syncable {
-  sync(): MaybePromise<{ error?: string }>;
+  sync(path?: string): MaybePromise<{ error?: string }>;
 }
 
 export interface ChangeSet {
@@ -63,6 +67,18 @@ export interface DirectoryMaker {
   mkdir(path: string): MaybePromise<{ error?: string }>;
 }
 
+export interface XattrsResult {
+  error?: string;
+  /** Attribute name (e.g. `user.backendfs.commit`) -> value. */
+  xattrs?: Record<string, string>;
+}
+
+/** Read-only extended attributes a backend knows about an entry (Hub: repo and commit). */
+export interface ExtendedAttributes {
+  /** A missing entry or one without attributes gives `{ xattrs: {} }`. */
+  xattrs(path: string): MaybePromise<XattrsResult>;
+}
+
 function hasMethod(backend: unknown, name: string): boolean {
   return typeof backend === "object" && backend !== null && typeof (backend as Record<string, unknown>)[name] === "function";
 }
@@ -73,3 +89,4 @@ export const canSync = (b: unknown): b is Syncable => hasMethod(b, "sync");
 export const canTrackChanges = (b: unknown): b is ChangeTracking => hasMethod(b, "changesSince");
 export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
 export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");
+export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
