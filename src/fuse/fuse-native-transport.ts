@@ -124,10 +124,10 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     link: (existing: string, path: string, cb: Callback) => done(ops.link(existing, path), cb),
     mknod: (path: string, mode: number, dev: number, cb: Callback) => done(ops.mknod(path, mode, dev), cb),
     readlink: (path: string, cb: Callback) => ops.readlink(path).then((target) => cb(0, target), (err) => fail(cb, err)),
-    // No extended attributes on a virtual backend.
-    setxattr: (_p: string, _n: string, _v: Buffer, _pos: number, _f: number, cb: Callback) => cb(-95),
-    getxattr: (_p: string, _n: string, _pos: number, cb: Callback) => cb(-61),
-    listxattr: (_p: string, cb: Callback) => cb(0, []),
-    removexattr: (_p: string, _n: string, cb: Callback) => cb(-61),
+    // Read-only attributes from the backend (fuse-native sizes the reply from the buffer).
+    setxattr: (path: string, name: string, _v: Buffer, _pos: number, _f: number, cb: Callback) => done(ops.setxattr(path, name), cb),
+    getxattr: (path: string, name: string, _pos: number, cb: Callback) => ops.getxattr(path, name).then((value) => cb(0, value), (err) => fail(cb, err)),
+    listxattr: (path: string, cb: Callback) => ops.listxattr(path).then((names) => cb(0, names), (err) => fail(cb, err)),
+    removexattr: (path: string, name: string, cb: Callback) => done(ops.removexattr(path, name), cb),
   };
 }

@@ -36,12 +36,17 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     link: notPossible("hard links"),
     mknod: notPossible("special files"),
     readlink: () => Promise.reject(new FsError("EINVAL", "not a symlink")),
+    getxattr: (path, name) => vfs.getxattr(path, name),
+    listxattr: (path) => vfs.listxattr(path),
+    setxattr: (path, name) => vfs.setxattr(path, name),
+    removexattr: (path, name) => vfs.removexattr(path, name),
   };
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   if (!options.verbose) {
-    // Errors other than the everyday ENOENT still reach the log.
+    // Errors other than the everyday ENOENT (and the kernel's xattr probes) still reach the log.
+    const everyday = new Set(["ENOENT", "EEXIST", "ENOTEMPTY", "ENODATA"]);
     return wrap(ops, (name, args, err) => {
-      if (err !== undefined && !(err instanceof FsError && (err.code === "ENOENT" || err.code === "EEXIST" || err.code === "ENOTEMPTY"))) {
+      if (err !== undefined && !(err instanceof FsError && everyday.has(err.code))) {
         log(`${name} ${String(args[0])}: ${describe(err)}`);
       }
     });

@@ -30,6 +30,11 @@ export interface KernelOps {
   link(existing: string, path: string): Promise<void>;
   mknod(path: string, mode: number, dev: number): Promise<void>;
   readlink(path: string): Promise<string>;
+  /** Read-only extended attributes (e.g. a Hub file's commit); setting one fails. */
+  getxattr(path: string, name: string): Promise<Buffer>;
+  listxattr(path: string): Promise<string[]>;
+  setxattr(path: string, name: string): Promise<void>;
+  removexattr(path: string, name: string): Promise<void>;
 }
 
 export interface TransportOptions {

@@ -56,7 +56,11 @@ const FILE_OPERATION_ERRORS: Record<FileOperationError, ErrnoName> = {
  * own strings, Node's `ENOENT: no such file...`, Hub HTTP errors), so we match meaning.
  */
 const MESSAGE_RULES: Array<[RegExp, ErrnoName]> = [
+  // A Hub merge conflict (our version kept as a conflict copy): distinct from "unavailable".
+  [/\bConflict: /, "EBUSY"],
   [/\bEACCES\b|\bEPERM\b|permission denied|not permitted|forbidden|\b403\b|unauthori[sz]ed|\b401\b/i, "EACCES"],
+  // The Hub could not be reached or failed (5xx, transport): whatever words its body uses.
+  [/\bHub unavailable: /, "EIO"],
   [/\bENAMETOOLONG\b|name too long|path too long/i, "ENAMETOOLONG"],
   [/\bENOTEMPTY\b|not empty/i, "ENOTEMPTY"],
   [/\bENOTDIR\b|not a directory/i, "ENOTDIR"],

@@ -14,6 +14,7 @@ import {
   canSync,
   canTrackChanges,
   canWatch,
+  canXattrs,
   checkVirtualPath,
   fileDataToBytes,
   isPathWithin,
@@ -21,6 +22,7 @@ import {
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
+  type XattrsResult,
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
 import { OpenFile } from "./open-file.js";
@@ -57,6 +59,9 @@ const O_TRUNC = 0o1000;
 
 /** libfuse2 renames unlinked-but-open files to this prefix; the vfs keeps them local. */
 const HIDDEN_PREFIX = ".fuse_hidden";
+
+/** Extended attributes a backend may offer (read-only); other names are never looked up. */
+const XATTR_PREFIX = "user.backendfs.";
 
 const DEFAULTS = {
   attrTimeoutMs: 1000,
@@ -210,12 +215,22 @@ export class Vfs {
     if (handle.writable) await this.upload(handle.file);
   }
 
+  /**
+   * Uploads, then waits at the backend's durability barrier for this file (a Hub commit). A
+   * failed barrier is fsync's error (Hub conflict EBUSY, Hub down EIO, refused key EACCES);
+   * what the backend now holds at the path (the other writer's version, a conflict copy
+   * beside it) is read afresh.
+   */
   async fsync(fh: number): Promise<void> {
-    await this.upload(this.handle(fh).file);
-    if (canSync(this.backend)) {
-      const result = await this.call("sync", () => (this.backend as unknown as { sync(): { error?: string } | Promise<{ error?: string }> }).sync());
-      if (result.error) throw backendError(result.error, "sync");
-    }
+    const file = this.handle(fh).file;
+    await this.upload(file);
+    if (!canSync(this.backend)) return;
+    const path = file.path;
+    const backend = this.backend as unknown as { sync(path?: string): { error?: string } | Promise<{ error?: string }> };
+    const result = await this.call("sync", () => backend.sync(path));
+    if (!result.error) return;
+    this.invalidate([path, parentOf(path)]);
+    throw backendError(result.error, `fsync ${path}`);
   }
 
   async release(fh: number): Promise<void> {
@@ -368,6 +383,32 @@ export class Vfs {
     if (!keeps(uid, this.options.uid) || !keeps(gid, this.options.gid)) throw new FsError("EPERM", `chown ${path}: ownership is fixed`);
   }
 
+  // ---- extended attributes: read-only, from the backend (a Hub file's repo and commit) ----
+
+  async listxattr(path: string): Promise<string[]> {
+    return Object.keys(await this.xattrs(path));
+  }
+
+  /** The kernel asks for `security.*` names on every write: only ours reach the backend. */
+  async getxattr(path: string, name: string): Promise<Buffer> {
+    const value = name.startsWith(XATTR_PREFIX) ? (await this.xattrs(path))[name] : undefined;
+    if (value === undefined) throw new FsError("ENODATA", `${path}: no attribute ${name}`);
+    return Buffer.from(value, "utf8");
+  }
+
+  async setxattr(path: string, name: string): Promise<void> {
+    await this.attr(path);
+    if (name.startsWith(XATTR_PREFIX)) throw new FsError("EPERM", `${path}: ${name} is read-only`);
+    throw new FsError("ENOTSUP", `${path}: extended attributes cannot be stored in the backend`);
+  }
+
+  async removexattr(path: string, name: string): Promise<void> {
+    const present = name.startsWith(XATTR_PREFIX) && (await this.xattrs(path))[name] !== undefined;
+    if (present) throw new FsError("EPERM", `${path}: ${name} is read-only`);
+    await this.attr(path);
+    throw new FsError("ENODATA", `${path}: no attribute ${name}`);
+  }
+
   /** Uploads everything still dirty (a clean unmount) and stops change tracking. */
   async close(): Promise<void> {
     this.stopWatching?.();
@@ -381,7 +422,17 @@ export class Vfs {
         failures.push(`${file.path}: ${(err as Error).message}`);
       }
     }
-    if (failures.length > 0) throw new FsError("EIO", `unsaved files: ${failures.join("; ")}`);
+    // Wait for what the backend holds pending (Hub commits, checkpoint batches).
+    if (canSync(this.backend)) {
+      const backend = this.backend as unknown as { sync(): { error?: string } | Promise<{ error?: string }> };
+      try {
+        const result = await this.call("sync", () => backend.sync());
+        if (result.error) failures.push(`backend sync: ${result.error}`);
+      } catch (err) {
+        failures.push(`backend sync: ${(err as Error).message}`);
+      }
+    }
+    if (failures.length > 0) throw new FsError("EIO", `not saved or not confirmed at unmount: ${failures.join("; ")}`);
   }
 
   /** Forgets every cached attribute, listing and page (a manual "refresh now"). */
@@ -406,6 +457,15 @@ export class Vfs {
   }
 
   // ---- internals: metadata ----
+
+  private async xattrs(path: string): Promise<Record<string, string>> {
+    await this.attr(path);
+    if (!canXattrs(this.backend) || this.files.get(path)?.local) return {};
+    const backend = this.backend as unknown as { xattrs(p: string): XattrsResult | Promise<XattrsResult> };
+    const result = await this.call("xattrs", () => backend.xattrs(path));
+    if (result.error) throw backendError(result.error, `xattrs ${path}`);
+    return result.xattrs ?? {};
+  }
 
   private async attr(path: string): Promise<Attr> {
     const open = this.fileAttr(path);
