@@ -32,9 +32,10 @@ async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M
 export const backendFactories: Registry = {
   state: async (spec, ctx) => {
     const { ThreadStateBackend } = await import("../stores/thread-state.js");
-    const checkpointer = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
+    const { saver, reader } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
     return new ThreadStateBackend({
-      checkpointer,
+      checkpointer: saver,
+      reader,
       threadId: spec.thread,
       checkpointNs: spec.checkpointNs,
       fileFormat: spec.fileFormat,

@@ -7,9 +7,9 @@ import { mkdirSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import type pg from "pg";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
-import { SqliteStore } from "../stores/sqlite-store.js";
+import { SqliteCheckpointReader } from "../stores/sqlite-checkpoint-reader.js";
+import type { CheckpointReader } from "../stores/thread-checkpoints.js";
 
 export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
 
@@ -38,35 +38,51 @@ function wrapError(c: Connection, error: unknown): Error {
   return new Error(`Cannot open ${describe(c)}: ${message || (error as { code?: string }).code || "unknown error"}`);
 }
 
+/**
+ * A checkpointer as a ThreadStateBackend takes it: the saver behind a loader, because
+ * SqliteSaver's module loads most of LangChain (a second of CLI start-up), and for SQLite a
+ * reader that serves reads straight from the saver's table without it.
+ */
+export interface CheckpointerHandle {
+  saver: () => Promise<BaseCheckpointSaver>;
+  reader?: CheckpointReader;
+}
+
 export class Connections {
   private readonly sqlite = new Map<string, Database.Database>();
-  private readonly savers = new Map<string, BaseCheckpointSaver>();
+  private readonly savers = new Map<string, CheckpointerHandle>();
   private readonly stores = new Map<string, BaseStore>();
   private readonly pools = new Map<string, pg.Pool>();
   private readonly closers: Array<() => unknown> = [];
 
-  async checkpointer(c: Connection): Promise<BaseCheckpointSaver> {
+  async checkpointer(c: Connection): Promise<CheckpointerHandle> {
     const id = describe(c);
     const known = this.savers.get(id);
     if (known) return known;
-    let saver: BaseCheckpointSaver;
+    let handle: CheckpointerHandle;
     try {
       if (c.kind === "sqlite") {
-        saver = new SqliteSaver(this.sqliteDb(c.file));
-        // SqliteSaver creates its tables lazily; do it now so a bad file fails here.
-        await saver.getTuple({ configurable: { thread_id: "\0probe" } });
+        const db = this.sqliteDb(c.file);
+        // The reader queries the file now, so a bad file fails here rather than at first use.
+        const reader = new SqliteCheckpointReader(db);
+        let saver: BaseCheckpointSaver | undefined;
+        const load = async () => {
+          const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+          return (saver ??= new SqliteSaver(db));
+        };
+        handle = { reader, saver: load };
       } else {
         // PostgreSQL drivers load only when a config names a postgres:// URL.
         const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
         const postgres = new PostgresSaver(await this.pool(c.url));
         await postgres.setup();
-        saver = postgres;
+        handle = { saver: () => Promise.resolve(postgres) };
       }
     } catch (error) {
       throw wrapError(c, error);
     }
-    this.savers.set(id, saver);
-    return saver;
+    this.savers.set(id, handle);
+    return handle;
   }
 
   async store(c: Connection): Promise<BaseStore> {
@@ -77,6 +93,7 @@ export class Connections {
     try {
       if (c.kind === "sqlite") {
         mkdirSync(dirname(c.file), { recursive: true });
+        const { SqliteStore } = await import("../stores/sqlite-store.js");
         const sqliteStore = new SqliteStore(c.file);
         this.closers.push(() => sqliteStore.close());
         store = sqliteStore;

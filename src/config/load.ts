@@ -5,10 +5,9 @@
  */
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
-import { parse as parseYaml } from "yaml";
 import type { AnyBackendProtocol, BackendProtocolV2 } from "../protocol/index.js";
 import { CompositeBackend } from "../backends/composite.js";
-import { PermissionsBackend, type FilesystemPermission } from "../policy/index.js";
+import type { FilesystemPermission } from "../policy/index.js";
 import { describeIssues, mountConfigSchema, type BackendSpec, type MountConfigFile } from "./schema.js";
 import { createBackend } from "./backend-factories.js";
 import { Connections } from "./connections.js";
@@ -67,8 +66,10 @@ export async function loadMountConfig(file?: string | null, options: { cwd?: str
     throw new Error(`Cannot read mount config ${path}: ${(error as Error).message}`);
   }
   let raw: unknown;
+  // Loaded only for YAML: every module costs CLI start-up.
+  const parse: (text: string) => unknown = /\.json$/i.test(path) ? JSON.parse : (await import("yaml")).parse;
   try {
-    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+    raw = parse(text);
   } catch (error) {
     throw new Error(`${path}: not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message}`);
   }
@@ -103,7 +104,11 @@ async function buildMountConfig(config: MountConfigFile, baseDir: string, file: 
   for (const entry of built) if (entry.route) routes[entry.route] = entry.backend;
   const composite = new CompositeBackend(built[0]!.backend, routes);
   const permissions = config.permissions as FilesystemPermission[];
-  const backend: BackendProtocolV2 = permissions.length > 0 ? (new PermissionsBackend(composite, permissions) as unknown as BackendProtocolV2) : composite;
+  let backend: BackendProtocolV2 = composite;
+  if (permissions.length > 0) {
+    const { PermissionsBackend } = await import("../policy/index.js");
+    backend = new PermissionsBackend(composite, permissions) as unknown as BackendProtocolV2;
+  }
   const byLength = [...built].filter((b) => b.route).sort((a, b) => b.route!.length - a.route!.length);
   return {
     backend,

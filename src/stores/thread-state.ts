@@ -7,18 +7,16 @@
  * way `graph.updateState` makes one: parent link, the `files` version bumped, metadata
  * `source: "update"`, the files reducer's merge and delete-by-null. `sync()` commits now
  * and reports the outcome. Before committing, the latest checkpoint is re-read and the
- * batch merged per file (see conflict-merge.ts); after committing, a writer that forked
- * from the same parent meanwhile is detected and the batch is replayed on top of it.
+ * batch merged per file (see conflict-merge.ts).
+ *
+ * Checkpointers have no compare-and-swap, so a commit can be overtaken: an agent step that
+ * began before it ends after it with a checkpoint whose parent is older. Committed writes
+ * therefore stay tracked until the thread confirms them (unconfirmed-writes.ts); the check
+ * runs at the next read, write and sync, and on a timer while anything is unconfirmed, and
+ * merges them again on top of a checkpoint that forked from ours.
  */
-import {
-  copyCheckpoint,
-  emptyCheckpoint,
-  uuid6,
-  type BaseCheckpointSaver,
-  type CheckpointTuple,
-} from "@langchain/langgraph-checkpoint";
 import { randomUUID } from "node:crypto";
-import type { RunnableConfig } from "@langchain/core/runnables";
+import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import {
   downloadFromFiles,
   globFiles,
@@ -57,40 +55,40 @@ import {
   type WriteResult,
 } from "../protocol/index.js";
 import { mergePending, versionOf, type FileConflict } from "./conflict-merge.js";
+import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type CheckpointerSource } from "./thread-checkpoints.js";
+import { UnconfirmedWrites } from "./unconfirmed-writes.js";
 
 export interface ThreadStateOptions {
-  checkpointer: BaseCheckpointSaver;
+  /** The saver, or a loader called on first need (reads may not need it when a reader is given). */
+  checkpointer: CheckpointerSource;
   threadId: string;
   checkpointNs?: string;
+  /** A faster read path straight from the saver's storage (e.g. SqliteCheckpointReader on SqliteSaver's database). */
+  reader?: CheckpointReader;
   fileFormat?: FileFormat;
   /** Writes arriving within this many milliseconds share one checkpoint. 0: every write commits before it resolves. Default 50. */
   batchWindowMs?: number;
-  /** Called with the files that changed on both sides in a commit. */
+  /** First delay of the timer that checks unconfirmed writes (doubling up to 5 s). Default 250. */
+  confirmPollMs?: number;
+  /** Called with the files that changed on both sides in a commit or a re-merge. */
   onConflict?: (conflicts: FileConflict[]) => void;
 }
 
-const FILES = "files";
-/** Commits replayed because another writer forked from the same parent, before giving up. */
+/** Re-merges in one check (others keep forking from under us), before giving up. */
 const MAX_REPLAYS = 10;
 /** Metadata key marking checkpoints written by a ThreadStateBackend (value: the writer's id). */
 export const WRITER_METADATA_KEY = "backendfs_writer";
-/** How many recent checkpoints are inspected to find a concurrent writer. */
-const RACE_WINDOW = 50;
+const MAX_POLL_MS = 5000;
 
-function filesOf(tuple: CheckpointTuple | undefined): FilesMap {
-  const files = tuple?.checkpoint.channel_values[FILES];
-  return files && typeof files === "object" ? (files as FilesMap) : {};
-}
-
-const parentIdOf = (tuple: CheckpointTuple): string | undefined => tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
 const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattable, Syncable, ChangeTracking {
   readonly threadId: string;
   readonly checkpointNs: string;
-  private readonly checkpointer: BaseCheckpointSaver;
+  private readonly checkpoints: ThreadCheckpoints;
   private readonly fileFormat: FileFormat;
   private readonly batchWindowMs: number;
+  private readonly confirmPollMs: number;
   private readonly onConflict?: (conflicts: FileConflict[]) => void;
 
   /** Accepted, not yet committed. */
@@ -99,7 +97,11 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private inFlight: FilesUpdate = {};
   /** Version of each pending path in the checkpoint we changed it from. */
   private baseVersions = new Map<string, string>();
+  /** Committed, not yet confirmed by the thread. */
+  private readonly unconfirmed = new UnconfirmedWrites();
   private timer: NodeJS.Timeout | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private pollDelay: number;
   /** Mutations and commits run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   private lastError: string | undefined;
@@ -108,17 +110,24 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   constructor(options: ThreadStateOptions) {
     if (typeof options.threadId !== "string" || options.threadId === "") throw new Error("ThreadStateBackend needs a non-empty threadId");
-    this.checkpointer = options.checkpointer;
     this.threadId = options.threadId;
     this.checkpointNs = options.checkpointNs ?? "";
+    this.checkpoints = new ThreadCheckpoints(options.checkpointer, this.threadId, this.checkpointNs, options.reader);
     this.fileFormat = options.fileFormat ?? "v2";
     this.batchWindowMs = Math.max(0, options.batchWindowMs ?? 50);
+    this.confirmPollMs = Math.max(1, options.confirmPollMs ?? 250);
+    this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
   }
 
   /** Files kept as conflict copies so far (ours beside theirs). */
   get conflicts(): readonly FileConflict[] {
     return this.conflictLog;
+  }
+
+  /** Whether committed writes still wait for the thread to confirm them. */
+  get hasUnconfirmedWrites(): boolean {
+    return !this.unconfirmed.isEmpty;
   }
 
   // -------------------------------------------------------------------------------------
@@ -148,13 +157,13 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   /** Token = a checkpoint id; the changed paths are the files whose version differs. */
   async changesSince(token: string | null): Promise<ChangeSet> {
-    const latest = await this.latest();
-    const now = latest?.checkpoint.id ?? "";
+    const latest = await this.committed();
+    const now = latest?.id ?? "";
     if (token === null || token === now) return { token: now, changed: [] };
-    const then = token === "" ? undefined : await this.checkpointer.getTuple(this.config(token));
+    const then = token === "" ? undefined : await this.checkpoints.files(token);
     if (token !== "" && then === undefined) return { token: now, changed: "all" };
-    const before = filesOf(then);
-    const after = filesOf(latest);
+    const before = then?.files ?? {};
+    const after = latest?.files ?? {};
     const changed = new Set<string>();
     for (const key of Object.keys(before)) if (versionOf(before[key]) !== versionOf(after[key])) changed.add(key);
     for (const key of Object.keys(after)) if (!(key in before)) changed.add(key);
@@ -180,10 +189,11 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.mutate((files) => planRename(files, from, to));
   }
 
-  /** Commits the pending batch now; an error names what failed (data stays pending). */
+  /** Commits the pending batch now and re-merges overtaken writes; an error names what failed (data stays pending). */
   sync(): Promise<{ error?: string }> {
     this.clearTimer();
     return this.enqueue(async () => {
+      await this.reconcileSafely();
       await this.commitPending();
       const error = this.lastError;
       this.lastError = undefined;
@@ -191,25 +201,26 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     });
   }
 
-  /** Commits what is pending; the backend can still be used afterwards. */
+  /** Commits what is pending and stops the confirmation timer; the backend can still be used afterwards. */
   async close(): Promise<{ error?: string }> {
-    return this.sync();
+    const outcome = await this.sync();
+    this.stopPolling();
+    return outcome;
   }
 
   // -------------------------------------------------------------------------------------
 
-  private config(checkpointId?: string): RunnableConfig {
-    const configurable: Record<string, string> = { thread_id: this.threadId, checkpoint_ns: this.checkpointNs };
-    if (checkpointId) configurable.checkpoint_id = checkpointId;
-    return { configurable };
-  }
-
-  private latest(): Promise<CheckpointTuple | undefined> {
-    return this.checkpointer.getTuple(this.config());
+  /** The latest committed files; first re-merges our writes if the thread forked from under them. */
+  private async committed() {
+    const latest = await this.checkpoints.files();
+    const tip = this.unconfirmed.tip;
+    if (tip === undefined || latest?.id === tip) return latest;
+    await this.enqueue(() => this.reconcileSafely());
+    return this.checkpoints.files();
   }
 
   private async view(): Promise<FilesMap> {
-    const committed = filesOf(await this.latest());
+    const committed = (await this.committed())?.files ?? {};
     return mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
   }
 
@@ -221,7 +232,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   private mutate<R>(plan: (files: FilesMap) => Planned<R>): Promise<R> {
     return this.enqueue(async () => {
-      const committed = filesOf(await this.latest());
+      if (this.unconfirmed.tip !== undefined) await this.reconcileSafely();
+      const committed = (await this.checkpoints.files())?.files ?? {};
       const files = mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
       const { result, update } = plan(files);
       if (update) {
@@ -271,76 +283,110 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.pending = {};
     this.baseVersions = new Map();
     try {
-      const conflicts = await this.commit(this.inFlight, baseVersions);
-      if (conflicts.length > 0) {
-        this.conflictLog.push(...conflicts);
-        this.onConflict?.(conflicts);
-        this.lastError = describeConflicts(conflicts);
-      }
+      this.report(await this.withLock(() => this.commit(this.inFlight, baseVersions)));
     } catch (error) {
       // Keep the data: later writes win over the failed batch, their base versions too.
       this.pending = { ...this.inFlight, ...this.pending };
       for (const [key, version] of baseVersions) if (!this.baseVersions.has(key)) this.baseVersions.set(key, version);
-      this.lastError = `Error writing thread '${this.threadId}': ${errorMessage(error)}`;
+      this.addError(`Error writing thread '${this.threadId}': ${errorMessage(error)}`);
     } finally {
       this.inFlight = {};
+      this.startPolling();
     }
   }
 
-  /** Commits of one thread are serialized within the process; across processes, see concurrentWriter. */
-  private commit(batch: FilesUpdate, baseVersions: ReadonlyMap<string, string>): Promise<FileConflict[]> {
-    return withThreadLock(`${this.threadId}\0${this.checkpointNs}`, () => this.commitUnlocked(batch, baseVersions));
+  /** Commits of one thread are serialized within the process; across processes, see UnconfirmedWrites. */
+  private withLock<T>(task: () => Promise<T>): Promise<T> {
+    return withThreadLock(`${this.threadId}\0${this.checkpointNs}`, task);
   }
 
-  private async commitUnlocked(batch: FilesUpdate, baseVersions: ReadonlyMap<string, string>): Promise<FileConflict[]> {
-    let base = await this.latest();
-    for (let attempt = 0; attempt <= MAX_REPLAYS; attempt++) {
-      const { update, conflicts } = mergePending(batch, baseVersions, filesOf(base));
-      if (Object.keys(update).length === 0) return conflicts;
-      const written = await this.putCheckpoint(base, update);
-      const rival = await this.concurrentWriter(base, written);
-      if (rival === undefined) return conflicts;
-      base = rival;
+  private async commit(batch: FilesUpdate, baseVersions: ReadonlyMap<string, string>): Promise<FileConflict[]> {
+    // Our earlier writes first, so that the batch lands on a thread that has them.
+    const conflicts = await this.reconcile();
+    const base = await this.checkpoints.tuple();
+    const before = filesOf(base);
+    const merged = mergePending(batch, baseVersions, before);
+    if (Object.keys(merged.update).length > 0) {
+      const id = await this.checkpoints.put(base, merged.update, { [WRITER_METADATA_KEY]: this.writerId });
+      this.unconfirmed.record(id, base?.checkpoint.id, merged.update, before);
+      this.pollDelay = this.confirmPollMs;
     }
-    throw new Error(`gave up after ${MAX_REPLAYS} concurrent writers committed at the same time`);
-  }
-
-  /** A new checkpoint on top of `base` with `update` applied to the files channel. */
-  private async putCheckpoint(base: CheckpointTuple | undefined, update: FilesUpdate): Promise<string> {
-    const checkpoint = base ? copyCheckpoint(base.checkpoint) : emptyCheckpoint();
-    checkpoint.channel_values[FILES] = mergeFilesUpdate(filesOf(base), update);
-    // Savers version channels with numbers (ours too); the declared type also allows strings.
-    const version = this.checkpointer.getNextVersion(checkpoint.channel_versions[FILES] as number | undefined);
-    checkpoint.channel_versions[FILES] = version;
-    const step = ((base?.metadata?.step as number | undefined) ?? -1) + 1;
-    checkpoint.id = uuid6(step);
-    checkpoint.ts = new Date().toISOString();
-    const metadata = { source: "update" as const, step, parents: base?.metadata?.parents ?? {}, [WRITER_METADATA_KEY]: this.writerId };
-    const saved = await this.checkpointer.put(base?.config ?? this.config(), checkpoint, metadata, { [FILES]: version });
-    return saved.configurable?.checkpoint_id as string;
+    // A writer that raced this put (forked from under it, or hidden behind it).
+    conflicts.push(...merged.conflicts, ...(await this.reconcile()));
+    return conflicts;
   }
 
   /**
-   * Best effort against writers in other processes (checkpointers have no compare-and-swap).
-   * After writing `ours` on top of `base`: the tip of another writer's branch that does not
-   * contain our checkpoint (it forked from `base` too, or from before us), if there is one.
+   * Checks the unconfirmed writes against the thread and merges them again where it forked
+   * from under them. Runs inside the queue and the thread lock; returns the conflicts.
    */
-  private async concurrentWriter(base: CheckpointTuple | undefined, ours: string): Promise<CheckpointTuple | undefined> {
-    const baseId = base?.checkpoint.id ?? "";
-    const recent: CheckpointTuple[] = [];
-    for await (const tuple of this.checkpointer.list(this.config(), { limit: RACE_WINDOW })) {
-      if (tuple.checkpoint.id <= baseId) break;
-      recent.push(tuple);
+  private async reconcile(): Promise<FileConflict[]> {
+    const conflicts: FileConflict[] = [];
+    for (let round = 0; !this.unconfirmed.isEmpty; round++) {
+      const verdict = this.unconfirmed.judge(await this.checkpoints.links(this.unconfirmed.since));
+      if (verdict.kind === "current") break;
+      if (verdict.kind === "confirmed") {
+        this.unconfirmed.clear();
+        break;
+      }
+      if (round === MAX_REPLAYS) throw new Error(`gave up after ${MAX_REPLAYS} concurrent writers committed at the same time`);
+      const base = await this.checkpoints.tuple(verdict.onto);
+      // The checkpoint vanished between the two reads: look again.
+      if (verdict.onto !== undefined && base === undefined) continue;
+      const before = filesOf(base);
+      const { update, bases } = this.unconfirmed.asPending();
+      const merged = mergePending(update, bases, before);
+      this.unconfirmed.settle(merged.conflicts);
+      conflicts.push(...merged.conflicts);
+      if (Object.keys(merged.update).length === 0 && verdict.isLatest) {
+        if (base) this.unconfirmed.adopt(base.checkpoint.id, parentIdOf(base));
+        else this.unconfirmed.clear();
+        continue;
+      }
+      const id = await this.checkpoints.put(base, merged.update, { [WRITER_METADATA_KEY]: this.writerId });
+      this.unconfirmed.record(id, base?.checkpoint.id, merged.update, before);
+      this.pollDelay = this.confirmPollMs;
     }
-    const parents = new Map(recent.map((t) => [t.checkpoint.id, parentIdOf(t)]));
-    const descendsFromOurs = (id: string | undefined): boolean => {
-      for (let at = id; at !== undefined && at > baseId; at = parents.get(at)) if (at === ours) return true;
-      return false;
-    };
-    const newest = recent[0];
-    if (newest && newest.checkpoint.id !== ours) return descendsFromOurs(newest.checkpoint.id) ? undefined : newest;
-    // We are the newest: did someone commit just before us (we hid their change)? Their tip.
-    return recent.find((t) => t.checkpoint.id !== ours && !descendsFromOurs(t.checkpoint.id));
+    return conflicts;
+  }
+
+  /** reconcile() for reads and the timer: failures and conflicts are reported at the next sync. */
+  private async reconcileSafely(): Promise<void> {
+    if (this.unconfirmed.isEmpty) return;
+    try {
+      this.report(await this.withLock(() => this.reconcile()));
+    } catch (error) {
+      this.addError(`Error re-merging overtaken writes on thread '${this.threadId}': ${errorMessage(error)}`);
+    }
+  }
+
+  private report(conflicts: FileConflict[]): void {
+    if (conflicts.length === 0) return;
+    this.conflictLog.push(...conflicts);
+    this.onConflict?.(conflicts);
+    this.addError(describeConflicts(conflicts));
+  }
+
+  private addError(message: string): void {
+    this.lastError = this.lastError === undefined ? message : `${this.lastError}; ${message}`;
+  }
+
+  /** While writes are unconfirmed, check them now and then (backing off); never keeps the process alive. */
+  private startPolling(): void {
+    if (this.pollTimer || this.unconfirmed.isEmpty) return;
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = undefined;
+      void this.enqueue(() => this.reconcileSafely()).then(() => {
+        this.pollDelay = Math.min(this.pollDelay * 2, MAX_POLL_MS);
+        this.startPolling();
+      });
+    }, this.pollDelay);
+    this.pollTimer.unref();
+  }
+
+  private stopPolling(): void {
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.pollTimer = undefined;
   }
 }
 

@@ -1,0 +1,122 @@
+/**
+ * One thread's checkpoints as the ThreadStateBackend needs them: the files of the latest
+ * (or of one) checkpoint, the parent links of recent checkpoints, full tuples to build on,
+ * and putting a new checkpoint the way `graph.updateState` does.
+ *
+ * The checkpointer may be given as a loader: SqliteSaver's module (through its serializer)
+ * loads most of LangChain, over a second of start-up, so a CLI that only reads gets its
+ * files from a CheckpointReader and loads the saver on its first write.
+ */
+import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+
+export interface CheckpointLink {
+  id: string;
+  parentId: string | undefined;
+}
+
+export interface CheckpointFiles extends CheckpointLink {
+  files: FilesMap;
+}
+
+/** Reads checkpoints straight from a saver's storage, without the saver. */
+export interface CheckpointReader {
+  /**
+   * The files channel of the latest checkpoint (or of `checkpointId`): undefined when there
+   * is none, null when it holds something this reader cannot decode (ask the saver).
+   */
+  files(threadId: string, checkpointNs: string, checkpointId?: string): Promise<CheckpointFiles | undefined | null> | CheckpointFiles | undefined | null;
+  /** Every checkpoint of the thread newer than `afterId` ("" for all), newest first. */
+  links(threadId: string, checkpointNs: string, afterId: string): Promise<CheckpointLink[]> | CheckpointLink[];
+}
+
+export type CheckpointerSource = BaseCheckpointSaver | (() => Promise<BaseCheckpointSaver>);
+
+const FILES = "files";
+/** Checkpoints fetched per page when walking recent history through the saver: few at first (usually one or two are newer), more later. */
+const FIRST_PAGE = 2;
+const MAX_PAGE = 32;
+
+export function filesOf(tuple: CheckpointTuple | undefined): FilesMap {
+  const files = tuple?.checkpoint.channel_values[FILES];
+  return files && typeof files === "object" ? (files as FilesMap) : {};
+}
+
+export const parentIdOf = (tuple: CheckpointTuple): string | undefined => tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+
+export class ThreadCheckpoints {
+  private loaded: Promise<BaseCheckpointSaver> | undefined;
+
+  constructor(
+    private readonly source: CheckpointerSource,
+    readonly threadId: string,
+    readonly checkpointNs: string,
+    private readonly reader?: CheckpointReader,
+  ) {}
+
+  /** The saver, loaded on first use when given as a loader. */
+  saver(): Promise<BaseCheckpointSaver> {
+    if (!this.loaded) {
+      const source = this.source;
+      this.loaded = typeof source === "function" ? source() : Promise.resolve(source);
+      // A failed load is retried next time rather than remembered.
+      this.loaded.catch(() => (this.loaded = undefined));
+    }
+    return this.loaded;
+  }
+
+  config(checkpointId?: string): RunnableConfig {
+    const configurable: Record<string, string> = { thread_id: this.threadId, checkpoint_ns: this.checkpointNs };
+    if (checkpointId) configurable.checkpoint_id = checkpointId;
+    return { configurable };
+  }
+
+  /** The files of the latest checkpoint, or of `checkpointId`; undefined when there is none. */
+  async files(checkpointId?: string): Promise<CheckpointFiles | undefined> {
+    const fast = this.reader ? await this.reader.files(this.threadId, this.checkpointNs, checkpointId) : null;
+    if (fast !== null) return fast;
+    const tuple = await this.tuple(checkpointId);
+    return tuple && { id: tuple.checkpoint.id, parentId: parentIdOf(tuple), files: filesOf(tuple) };
+  }
+
+  /** The full latest checkpoint (or `checkpointId`), every channel: what a new checkpoint copies. */
+  async tuple(checkpointId?: string): Promise<CheckpointTuple | undefined> {
+    return (await this.saver()).getTuple(this.config(checkpointId));
+  }
+
+  /** Every checkpoint newer than `afterId`, newest first. */
+  async links(afterId: string): Promise<CheckpointLink[]> {
+    if (this.reader) return this.reader.links(this.threadId, this.checkpointNs, afterId);
+    const saver = await this.saver();
+    const links: CheckpointLink[] = [];
+    let before: RunnableConfig | undefined;
+    for (let page = FIRST_PAGE; ; page = Math.min(page * 2, MAX_PAGE)) {
+      let seen = 0;
+      for await (const tuple of saver.list(this.config(), { limit: page, before })) {
+        seen++;
+        if (tuple.checkpoint.id <= afterId) return links;
+        links.push({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) });
+        before = this.config(tuple.checkpoint.id);
+      }
+      if (seen < page) return links;
+    }
+  }
+
+  /** A new checkpoint on top of `base` with `update` applied to the files channel; its id. */
+  async put(base: CheckpointTuple | undefined, update: FilesUpdate, extraMetadata: Record<string, unknown>): Promise<string> {
+    const saver = await this.saver();
+    const { copyCheckpoint, emptyCheckpoint, uuid6 } = await import("@langchain/langgraph-checkpoint");
+    const checkpoint = base ? copyCheckpoint(base.checkpoint) : emptyCheckpoint();
+    checkpoint.channel_values[FILES] = mergeFilesUpdate(filesOf(base), update);
+    // Savers version channels with numbers (ours too); the declared type also allows strings.
+    const version = saver.getNextVersion(checkpoint.channel_versions[FILES] as number | undefined);
+    checkpoint.channel_versions[FILES] = version;
+    const step = ((base?.metadata?.step as number | undefined) ?? -1) + 1;
+    checkpoint.id = uuid6(step);
+    checkpoint.ts = new Date().toISOString();
+    const metadata = { source: "update" as const, step, parents: base?.metadata?.parents ?? {}, ...extraMetadata };
+    const saved = await saver.put(base?.config ?? this.config(), checkpoint, metadata, { [FILES]: version });
+    return saved.configurable?.checkpoint_id as string;
+  }
+}
