@@ -18,12 +18,11 @@ import {
   grepFiles,
   listFiles,
   planDelete,
-  planEdit,
+  planEditEntry,
   planRename,
   planUpload,
-  planWrite,
-  readFile,
-  readRawFile,
+  planWriteEntry,
+  readFileData,
   checkVirtualPath,
   isPathWithin,
   DEFAULT_READ_LIMIT,
@@ -148,7 +147,7 @@ function storeValueOf(data: FileData): Record<string, unknown> {
  * throws; its single operations issued in one tick are sent to the wrapped store as one
  * batch, which keeps the one-batch property.
  */
-async function runBatch(store: BaseStore, ops: Operation[]): Promise<unknown[]> {
+function runBatch(store: BaseStore, ops: Operation[]): Promise<unknown[]> {
   if ((store as { lg_name?: unknown }).lg_name !== "AsyncBatchedStore") return store.batch(ops);
   return Promise.all(
     ops.map((op) => {
@@ -279,6 +278,19 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     return files;
   }
 
+  /** The file at a normalized key as a one-entry map (empty when missing or not FileData). */
+  private async getOne(store: BaseStore, namespace: string[], key: string): Promise<FilesMap> {
+    const files: FilesMap = Object.create(null) as FilesMap;
+    const [item] = (await runBatch(store, [{ namespace, key }])) as Array<Item | null>;
+    const data = item ? fileDataOf(item) : undefined;
+    if (data) files[key] = data;
+    return files;
+  }
+
+  private putOne(store: BaseStore, namespace: string[], key: string, data: FileData): Promise<unknown> {
+    return runBatch(store, [{ namespace, key, value: storeValueOf(data) }]);
+  }
+
   /** Writes a planned update (puts and deletes) in one batch. */
   private async applyUpdate(store: BaseStore, namespace: string[], update: FilesUpdate): Promise<void> {
     const ops: Operation[] = Object.keys(update).map((key) => {
@@ -299,6 +311,18 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
+    const found = await this.readEntry(filePath);
+    return found.error !== undefined ? { error: found.error } : { data: found.data };
+  }
+
+  async read(filePath: string, offset = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
+    const found = await this.readEntry(filePath);
+    if (found.error !== undefined) return { error: found.error };
+    return readFileData(found.data, found.key, filePath, offset, limit);
+  }
+
+  /** The file for read and readRaw: one path check, one `store.get`. */
+  private async readEntry(filePath: string): Promise<{ key: string; data: FileData; error?: undefined } | { error: string }> {
     const store = this.getStore();
     const namespace = this.getNamespace();
     const check = checkVirtualPath(filePath);
@@ -307,17 +331,10 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       const item = await store.get(namespace, check.path);
       if (!item) return { error: `File '${filePath}' not found` };
       const data = fileDataOf(item);
-      if (!data) return { error: invalidItemError(item) };
-      return readRawFile({ [check.path]: data }, filePath);
+      return data ? { key: check.path, data } : { error: invalidItemError(item) };
     } catch (error) {
       return { error: messageOf(error) };
     }
-  }
-
-  async read(filePath: string, offset = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
-    const raw = await this.readRaw(filePath);
-    if (raw.error !== undefined || !raw.data) return { error: raw.error ?? "File data not found" };
-    return readFile({ [checkVirtualPath(filePath).path!]: raw.data }, filePath, offset, limit);
   }
 
   async grep(pattern: string, path: string | null = "/", glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
@@ -341,18 +358,19 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   /** Loads the file at `path` (if any) into a one-entry map for the planners. */
-  private async loadOne(store: BaseStore, namespace: string[], path: string): Promise<FilesMap> {
+  private loadOne(store: BaseStore, namespace: string[], path: string): Promise<FilesMap> {
     const check = checkVirtualPath(path);
-    return check.error !== undefined ? {} : this.getFiles(store, namespace, [check.path]);
+    return check.error !== undefined ? Promise.resolve({}) : this.getOne(store, namespace, check.path);
   }
 
   async write(filePath: string, content: string): Promise<WriteResult> {
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
-      const { result, update } = planWrite(await this.loadOne(store, namespace, filePath), filePath, content, this.fileFormat);
-      if (update) await this.applyUpdate(store, namespace, update);
-      return result.error !== undefined ? result : { ...result, filesUpdate: null };
+      const files = await this.loadOne(store, namespace, filePath);
+      const { result, entry } = planWriteEntry(files, filePath, content, this.fileFormat);
+      if (entry) await this.putOne(store, namespace, entry.key, entry.data);
+      return result.error !== undefined ? result : { path: result.path, filesUpdate: null };
     } catch (error) {
       return { error: `Error writing file '${filePath}': ${messageOf(error)}` };
     }
@@ -363,8 +381,8 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     const namespace = this.getNamespace();
     try {
       const files = await this.loadOne(store, namespace, filePath);
-      const { result, update } = planEdit(files, filePath, oldString, newString, replaceAll);
-      if (update) await this.applyUpdate(store, namespace, update);
+      const { result, entry } = planEditEntry(files, filePath, oldString, newString, replaceAll);
+      if (entry) await this.putOne(store, namespace, entry.key, entry.data);
       return result.error !== undefined ? result : { path: result.path, filesUpdate: null, occurrences: result.occurrences };
     } catch (error) {
       return { error: `Error: ${messageOf(error)}` };

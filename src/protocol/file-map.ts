@@ -129,7 +129,18 @@ export function readFile(
   if (check.error !== undefined) return { error: check.error };
   const data = entryAt(files, check.path);
   if (data === undefined) return { error: `File '${path}' not found` };
-  const mimeType = mimeTypeOf(data, check.path);
+  return readFileData(data, check.path, path, offset, limit);
+}
+
+/** `readFile` of an entry already found: `key` is its normalized path, `path` the caller's. */
+export function readFileData(
+  data: FileData,
+  key: string,
+  path: string,
+  offset = 0,
+  limit: number = DEFAULT_READ_LIMIT,
+): ReadResult {
+  const mimeType = mimeTypeOf(data, key);
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
   if (!isTextMimeType(mimeType)) return { content, mimeType };
   if (typeof content !== "string") return { error: `File '${path}' has binary content but text MIME type` };
@@ -259,13 +270,35 @@ export function downloadFromFiles(files: FilesMap, paths: string[]): FileDownloa
 
 const IS_ROOT_ERROR = "Error: '/' is a directory";
 
+/**
+ * What a one-file planner returns: the result and the one entry to store, if any. Stores
+ * that write entry by entry use it as is; `planWrite`/`planEdit` wrap it into an update
+ * (an object keyed by a new path each time costs V8 more than the rest of the write).
+ */
+export interface PlannedEntry<R> {
+  result: R;
+  entry?: { key: string; data: FileData };
+}
+
+function asPlannedUpdate<R>({ result, entry }: PlannedEntry<R>): Planned<R> {
+  return entry === undefined ? { result } : { result, update: { [entry.key]: entry.data } };
+}
+
 export function planWrite(files: FilesMap, path: string, content: string, fileFormat: FileFormat = "v2"): Planned<WriteResult> {
+  return asPlannedUpdate(planWriteEntry(files, path, content, fileFormat));
+}
+
+export function planWriteEntry(
+  files: FilesMap,
+  path: string,
+  content: string,
+  fileFormat: FileFormat = "v2",
+): PlannedEntry<WriteResult> {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { result: { error: check.error } };
   if (check.path === "/") return { result: { error: IS_ROOT_ERROR } };
   const key = check.path;
-  const data = createWriteFileData(key, content, fileFormat, entryAt(files, key));
-  return { result: { path: key }, update: { [key]: data } };
+  return { result: { path: key }, entry: { key, data: createWriteFileData(key, content, fileFormat, entryAt(files, key)) } };
 }
 
 export function planEdit(
@@ -275,6 +308,16 @@ export function planEdit(
   newString: string,
   replaceAll = false,
 ): Planned<EditResult> {
+  return asPlannedUpdate(planEditEntry(files, path, oldString, newString, replaceAll));
+}
+
+export function planEditEntry(
+  files: FilesMap,
+  path: string,
+  oldString: string,
+  newString: string,
+  replaceAll = false,
+): PlannedEntry<EditResult> {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { result: { error: check.error } };
   const key = check.path;
@@ -286,7 +329,7 @@ export function planEdit(
   const replaced = performStringReplacement(content, oldString, newString, replaceAll);
   if (typeof replaced === "string") return { result: { error: replaced } };
   const [newContent, occurrences] = replaced;
-  return { result: { path: key, occurrences }, update: { [key]: updateFileData(data, newContent) } };
+  return { result: { path: key, occurrences }, entry: { key, data: updateFileData(data, newContent) } };
 }
 
 /** The keys at `dir` and below it; `/` is everything. */
