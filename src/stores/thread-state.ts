@@ -182,8 +182,19 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   delete(filePath: string): Promise<DeleteResult> {
     return this.mutate((files) => planDelete(files, filePath));
   }
-  uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
-    return this.mutate((current) => planUpload(current, files, this.fileFormat));
+  /**
+   * Bytes clients (the mount's close(), `backendfs put`) get close-to-open: the upload resolves
+   * once its checkpoint is written, so another process opening the thread sees it. Uploads
+   * arriving meanwhile share the next checkpoint. A failed commit keeps the data pending and
+   * its error for the next sync() (fsync), as for batched writes.
+   */
+  async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const responses = await this.mutate((current) => planUpload(current, files, this.fileFormat));
+    if (this.batchWindowMs > 0 && responses.some((r) => r.error === null)) {
+      this.clearTimer();
+      await this.enqueue(() => this.commitPending());
+    }
+    return responses;
   }
   rename(from: string, to: string): Promise<RenameResult> {
     return this.mutate((files) => planRename(files, from, to));
