@@ -82,6 +82,7 @@ export class Vfs {
   private readonly overlays = new Map<string, Overlay>();
   /** The last ls entry seen per path (size and time for stat-less backends). */
   private readonly lsInfo = new LRUCache<string, FileInfo>({ max: 200_000 });
+  private readonly versionSeen = new LRUCache<string, { version: string; ms: number }>({ max: 200_000 });
   private readonly files = new Map<string, OpenFile>();
   private readonly handles = new Map<number, Handle>();
   private nextHandle = 1;
@@ -492,8 +493,9 @@ export class Vfs {
         throw new FsError("ENOENT", path);
       }
       if (stat.is_dir) return this.remember(path, this.dirAttr(stat.modified_at));
-      const mtimeMs = parseTime(stat.modified_at) ?? this.mountedAt;
-      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version: stat.version ?? `${stat.modified_at ?? ""}|${stat.size}` });
+      const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
+      const mtimeMs = parseTime(stat.modified_at) ?? this.firstSeen(path, version);
+      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version });
     }
     if (this.implicitDirs.has(path)) return this.dirAttr();
     const listing = parentListing ?? (await this.listing(parent, false));
@@ -506,6 +508,19 @@ export class Vfs {
     const bytes = this.pages.get(path, version) ?? (await this.download(path));
     this.pages.set(path, version, bytes);
     return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
+  }
+
+  /**
+   * For backends whose stat has a version but no time (the Hub): when the mount first saw
+   * this version. A new version must show a new mtime, or the kernel (auto_cache) keeps
+   * serving the old pages of a same-size file.
+   */
+  private firstSeen(path: string, version: string): number {
+    const seen = this.versionSeen.get(path);
+    if (seen?.version === version) return seen.ms;
+    const ms = seen ? Math.max(Date.now(), seen.ms + 1) : this.mountedAt;
+    this.versionSeen.set(path, { version, ms });
+    return ms;
   }
 
   /** Attributes of a path the mount holds open with known content. */
@@ -813,8 +828,13 @@ export class Vfs {
   /** Changes made elsewhere: a watch feed, else polling changesSince at the attribute TTL. */
   private subscribe(): void {
     const onChange = (changed: string[] | "all") => {
-      if (changed === "all") this.invalidate("all");
-      else this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
+      if (changed === "all") {
+        // Pages are keyed by version: a changed file misses anyway, an unchanged one is kept.
+        this.attrs.clear();
+        this.listings.clear();
+      } else {
+        this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
+      }
     };
     if (canWatch(this.backend)) {
       try {
@@ -822,8 +842,9 @@ export class Vfs {
       } catch (err) {
         this.options.log?.(`watch failed: ${toFsError(err, "watch").message}`);
       }
-      return;
     }
+    // Also polled when there is a watch feed: a CompositeBackend always offers `watch`, yet
+    // its routes may only track changes (a Hub route learns of other commits only this way).
     if (!canTrackChanges(this.backend)) return;
     const tracker = this.backend as unknown as { changesSince(t: string | null): import("../protocol/index.js").ChangeSet | Promise<import("../protocol/index.js").ChangeSet> };
     let token: string | null = null;

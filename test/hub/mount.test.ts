@@ -147,6 +147,19 @@ describe("Context Hub on a mount", () => {
     expect(await ok(`python3 - <<'EOF'\n${script}\nEOF`, m.dir)).toBe("written\n");
   });
 
+  it("a commit from another mount shows within the attribute TTL, same-size changes included", async () => {
+    const emu = await pool.start();
+    await seed(emu, { "note.md": "version 0\n" });
+    const a = await hubMount(emu);
+    const b = await hubMount(emu);
+    expect(await ok("cat hub/note.md", b.m.dir)).toBe("version 0\n");
+    for (const next of ["version 1\n", "version 2\n"]) {
+      expect(await ok(writeAndFsync("hub/note.md", next), a.m.dir)).toBe("0\n");
+      const poll = `python3 - <<'EOF'\nimport time\nfor _ in range(800):\n    if open('hub/note.md').read() == ${JSON.stringify(next)}:\n        print('seen'); break\n    time.sleep(0.01)\nEOF`;
+      expect(await ok(poll, b.m.dir)).toBe("seen\n");
+    }
+  });
+
   it("two mounts: different files both land; the same file with a clean merge merges; changes show on the other mount", async () => {
     const emu = await pool.start();
     await seed(emu, { "plan.md": "one\ntwo\nthree\nfour\nfive\n" });
