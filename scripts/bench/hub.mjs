@@ -5,8 +5,8 @@
  *      deepagents' own ContextHubBackend);
  *   2. time from sync() on one backend to visibility on a second (changesSince);
  *   3. pull time for a 2,000-file repo (ours vs deepagents).
- * Mount-level parts (cp -r through a mount, grep -r on a Hub mount vs a Filesystem mount) hook in
- * at `mountBench` below once src/vfs and src/fuse land.
+ * Mount-level parts (cp -r through a mount, fsync-to-visibility across mounts, grep -r on a Hub
+ * mount vs a Filesystem mount) are in scripts/bench/hub-mount.mjs.
  *
  * Usage: node scripts/bench/hub.mjs   (compiles the Hub sources with tsc into node_modules/.cache)
  */
@@ -118,9 +118,9 @@ async function main() {
   for (const [label, a, b] of rows) console.log(`${label.padEnd(width)}  ${String(a).padEnd(12)}  ${b}`);
 }
 
-/** Hook for the mount-level benchmarks (cp -r into a Hub mount; grep -r on Hub vs Filesystem mounts). */
+/** The mount-level benchmarks live in hub-mount.mjs (real FUSE mounts, their own emulator). */
 async function mountBench(_emu, rows) {
-  rows.push(["mount: cp -r / grep -r through a Hub mount", "", "not yet (needs src/vfs + src/fuse)"]);
+  rows.push(["mount: cp -r / fsync visibility / grep -r through Hub mounts", "", "node scripts/bench/hub-mount.mjs"]);
 }
 
 main().catch((error) => {
