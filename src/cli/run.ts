@@ -4,7 +4,7 @@
  * on stderr), 2 usage.
  */
 import type { Argv } from "yargs";
-import type { LoadedMountConfig } from "../config/index.js";
+import type { LoadedMountConfig } from "../config/load.js";
 
 export interface CommonArgs {
   config?: string;
@@ -32,8 +32,9 @@ export function printJson(value: unknown): void {
 export async function runOnConfig(command: string, args: CommonArgs, action: (config: LoadedMountConfig) => Promise<void>): Promise<void> {
   let config: LoadedMountConfig | undefined;
   try {
-    // Imported here so that --help does not load every backend and database driver.
-    const { loadMountConfig } = await import("../config/index.js");
+    // Imported here so that --help does not load every backend and database driver; load.js
+    // rather than the index, which would also load the schema (zod) that a cached config skips.
+    const { loadMountConfig } = await import("../config/load.js");
     config = await loadMountConfig(args.config);
     await action(config);
   } catch (error) {

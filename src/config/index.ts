@@ -1,6 +1,5 @@
 export {
   loadMountConfig,
-  parseConfig,
   parseSize,
   parseDuration,
   EMBEDDED_DEFAULT,
@@ -11,4 +10,4 @@ export {
 } from "./load.js";
 export { backendFactories, createBackend, type FactoryContext } from "./backend-factories.js";
 export { parseConnection, redactUrl, Connections, type Connection } from "./connections.js";
-export { mountConfigSchema, BACKEND_TYPES, type BackendSpec, type MountConfigFile } from "./schema.js";
+export { mountConfigSchema, parseConfig, BACKEND_TYPES, type BackendSpec, type MountConfigFile } from "./schema.js";

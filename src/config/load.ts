@@ -8,9 +8,10 @@ import { dirname, resolve } from "node:path";
 import type { AnyBackendProtocol, BackendProtocolV2 } from "../protocol/index.js";
 import { CompositeBackend } from "../backends/composite.js";
 import type { FilesystemPermission } from "../policy/index.js";
-import { describeIssues, mountConfigSchema, type BackendSpec, type MountConfigFile } from "./schema.js";
+import type { BackendSpec, MountConfigFile } from "./schema.js";
 import { createBackend } from "./backend-factories.js";
 import { Connections } from "./connections.js";
+import { cachedParse } from "./parsed-cache.js";
 
 export interface CacheSettings {
   /** Page cache size in bytes. */
@@ -57,7 +58,7 @@ export const EMBEDDED_DEFAULT = {
 
 export async function loadMountConfig(file?: string | null, options: { cwd?: string } = {}): Promise<LoadedMountConfig> {
   const cwd = options.cwd ?? process.cwd();
-  if (file == null || file === "") return buildMountConfig(parseConfig(EMBEDDED_DEFAULT, "(embedded default)"), cwd, null);
+  if (file == null || file === "") return buildMountConfig(await embeddedDefault(), cwd, null);
   const path = resolve(cwd, file);
   let text: string;
   try {
@@ -65,28 +66,31 @@ export async function loadMountConfig(file?: string | null, options: { cwd?: str
   } catch (error) {
     throw new Error(`Cannot read mount config ${path}: ${(error as Error).message}`);
   }
-  let raw: unknown;
-  // Loaded only for YAML: every module costs CLI start-up.
-  const parse: (text: string) => unknown = /\.json$/i.test(path) ? JSON.parse : (await import("yaml")).parse;
-  try {
-    raw = parse(text);
-  } catch (error) {
-    throw new Error(`${path}: not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message}`);
-  }
-  return buildMountConfig(parseConfig(raw ?? {}, path), dirname(path), path);
+  const isJson = /\.json$/i.test(path);
+  const config = await cachedParse(`${isJson ? "json" : "yaml"}\0${text}`, async () => {
+    // YAML and the schema (zod) load only when this text was not validated before.
+    const parse: (text: string) => unknown = isJson ? JSON.parse : (await import("yaml")).parse;
+    let raw: unknown;
+    try {
+      raw = parse(text);
+    } catch (error) {
+      throw new Error(`${path}: not valid ${isJson ? "JSON" : "YAML"}: ${(error as Error).message}`);
+    }
+    const { parseConfig } = await import("./schema.js");
+    return parseConfig(raw ?? {}, path);
+  });
+  return buildMountConfig(config, dirname(path), path);
 }
 
-export function parseConfig(raw: unknown, file: string): MountConfigFile {
-  const parsed = mountConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new Error(describeIssues(file, parsed.error));
-  return parsed.data;
+function embeddedDefault(): Promise<MountConfigFile> {
+  return cachedParse(`embedded\0${JSON.stringify(EMBEDDED_DEFAULT)}`, async () => (await import("./schema.js")).parseConfig(EMBEDDED_DEFAULT, "(embedded default)"));
 }
 
 async function buildMountConfig(config: MountConfigFile, baseDir: string, file: string | null): Promise<LoadedMountConfig> {
   const connections = new Connections();
   const built: Array<{ route: string | null; spec: BackendSpec; backend: AnyBackendProtocol }> = [];
   try {
-    const defaultSpec = config.default ?? parseConfig(EMBEDDED_DEFAULT, "(embedded default)").default!;
+    const defaultSpec = config.default ?? (await embeddedDefault()).default!;
     const ctx = { baseDir, connections };
     built.push({ route: null, spec: defaultSpec, backend: await createBackend(defaultSpec, ctx) });
     for (const [route, spec] of Object.entries(config.routes)) {

@@ -90,3 +90,10 @@ export function describeIssues(file: string, error: z.ZodError): string {
   });
   return `Invalid mount config:\n${lines.join("\n")}`;
 }
+
+/** Validates a parsed config file; the error names the file, each bad key and what was expected. */
+export function parseConfig(raw: unknown, file: string): MountConfigFile {
+  const parsed = mountConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new Error(describeIssues(file, parsed.error));
+  return parsed.data;
+}

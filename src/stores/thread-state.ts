@@ -378,8 +378,10 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.addError(describeConflicts(conflicts));
   }
 
+  /** Errors since the last sync, each once (the timer may hit the same one again and again). */
   private addError(message: string): void {
-    this.lastError = this.lastError === undefined ? message : `${this.lastError}; ${message}`;
+    if (this.lastError === undefined) this.lastError = message;
+    else if (!this.lastError.includes(message)) this.lastError = `${this.lastError}; ${message}`;
   }
 
   /** While writes are unconfirmed, check them now and then (backing off); never keeps the process alive. */

@@ -80,7 +80,7 @@ describe("SqliteCheckpointReader", () => {
     // Put a checkpoint whose files channel holds a Set (a constructor record) the way the saver serializes it.
     const tuple = (await saver.getTuple(config("t")))!;
     const next = { ...tuple.checkpoint, id: uuid6(9), channel_values: { files: { "/odd.md": odd } } };
-    await saver.put(tuple.config, next, { source: "update", step: 9, parents: {} }, {});
+    await saver.put(tuple.config, next, { source: "update", step: 9, parents: {} });
     const reader = new SqliteCheckpointReader(db);
     expect(reader.files("t", "")).toBeNull();
     const backend = new ThreadStateBackend({ checkpointer: saver, reader, threadId: "t" });

@@ -225,7 +225,7 @@ describe("ThreadStateBackend overtaken by createDeepAgent", () => {
     expect(await ours.sync()).toEqual({});
     const files = await latestFiles(saver(), "agent");
     expect(Object.keys(files).sort()).toEqual(["/agent.md", "/ours.md"]);
-    const state = await agent.getState({ configurable: { thread_id: "agent" } });
+    const state = (await agent.getState({ configurable: { thread_id: "agent" } })) as unknown as { values: { files: object; messages: unknown[] } };
     expect(Object.keys(state.values.files).sort()).toEqual(["/agent.md", "/ours.md"]);
     // The conversation survived the re-merge.
     expect((state.values.messages as unknown[]).length).toBeGreaterThanOrEqual(4);
