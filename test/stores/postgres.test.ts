@@ -33,6 +33,36 @@ describePg("ThreadStateBackend on PostgresSaver", () => {
     expect((await backend.read("/out.txt")).content).toBe("agent saw: hello from outside");
   });
 
+  it("an agent step that spans our commit (a fork on PostgresSaver): our write is merged again on top at sync", async () => {
+    const checkpointer = await pgCheckpointer();
+    let open!: () => void;
+    let reached!: () => void;
+    const opened = new Promise<void>((resolve) => (open = resolve));
+    const waiting = new Promise<void>((resolve) => (reached = resolve));
+    const file = { content: "by the agent", mimeType: "text/markdown", created_at: "t", modified_at: "t" };
+    const graph = new StateGraph(new StateSchema({ files: filesValue }))
+      .addNode("agent", async () => {
+        reached();
+        await opened;
+        return { files: { "/agent.md": file } };
+      })
+      .addEdge(START, "agent")
+      .addEdge("agent", END)
+      .compile({ checkpointer });
+    const threadId = `fork-${randomUUID()}`;
+    const run = graph.invoke({}, { configurable: { thread_id: threadId } });
+    await waiting;
+    const ours = new ThreadStateBackend({ checkpointer, threadId, batchWindowMs: 0, confirmPollMs: 60_000 });
+    await ours.write("/ours.md", "ours");
+    open();
+    await run;
+    const latest = async () => Object.keys((await checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } }))!.checkpoint.channel_values.files as object).sort();
+    expect(await latest()).toEqual(["/agent.md"]);
+    expect(await ours.sync()).toEqual({});
+    expect(await latest()).toEqual(["/agent.md", "/ours.md"]);
+    await ours.close();
+  });
+
   it("concurrent writers on one thread lose nothing; conflicting edits keep both", async () => {
     const first = await makePgThreadState();
     const checkpointer = await pgCheckpointer();
