@@ -18,6 +18,7 @@ import {
   canStat,
   canSync,
   canTrackChanges,
+  canUploadFromBase,
   canWatch,
   canXattrs,
   isSandboxBackend,
@@ -40,6 +41,8 @@ import {
   type ReadResult,
   type RenameResult,
   type StatResult,
+  type UploadFromBase,
+  type UploadFromBaseResponse,
   type WriteResult,
   type XattrsResult,
 } from "../protocol/index.js";
@@ -345,6 +348,29 @@ export class CompositeBackend implements BackendProtocolV2 {
       const responses = await backend.uploadFiles(batch.map(({ index, innerPath }) => [innerPath, files[index][1]]));
       batch.forEach(({ index }, i) => {
         results[index] = { path: files[index][0], error: responses[i]?.error ?? null };
+      });
+    }
+    return results;
+  }
+
+  /**
+   * Uploads with their merge base, batched per backend: a backend that merges against a base
+   * (the Hub) gets it; the others get a plain upload.
+   */
+  async uploadFilesFrom(files: UploadFromBase[]): Promise<UploadFromBaseResponse[]> {
+    const results = new Array<UploadFromBaseResponse>(files.length);
+    for (const [backend, batch] of this.batchByBackend(files.map((f) => f.path))) {
+      let responses: UploadFromBaseResponse[];
+      if (canUploadFromBase(backend)) {
+        responses = await backend.uploadFilesFrom(batch.map(({ index, innerPath }) => ({ ...files[index], path: innerPath })));
+      } else {
+        if (!backend.uploadFiles) throw new Error("Backend does not support uploadFiles");
+        responses = await backend.uploadFiles(batch.map(({ index, innerPath }) => [innerPath, files[index].content]));
+      }
+      batch.forEach(({ index }, i) => {
+        const response = responses[i];
+        results[index] = { path: files[index].path, error: response?.error ?? null };
+        if (response?.version !== undefined) results[index].version = response.version;
       });
     }
     return results;

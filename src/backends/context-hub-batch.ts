@@ -104,6 +104,29 @@ export function rebaseBatch(batch: Batch, tree: Files): Conflict[] {
   return conflicts;
 }
 
+/**
+ * What an upload derived from `base` becomes when the path now holds `current` (another
+ * writer's change the backend has seen since the writer read it). `base`: the content the
+ * writer read, null when it created the file, undefined when unknown (then only a path that
+ * still holds nothing of anyone else's is written). Overlapping changes, or an unknown base,
+ * keep `current` at the path and ours beside it as a conflict copy.
+ */
+export function rebaseUpload(
+  path: string,
+  ours: string,
+  base: string | null | undefined,
+  current: string | undefined,
+): { changes: Array<[string, string]>; conflict?: Conflict } {
+  // Nothing of theirs to lose (absent: they deleted what we changed; ours is written back).
+  if (current === undefined || current === ours || current === base) return { changes: [[path, ours]] };
+  if (base !== undefined) {
+    const merged = threeWayMerge(base ?? "", ours, current);
+    if (merged.clean) return { changes: [[path, merged.text]] };
+  }
+  const copy = conflictCopyPath(path, ours);
+  return { changes: [[copy, ours]], conflict: { path, copy } };
+}
+
 export function applyChanges(files: Files, changes: Changes): Files {
   const next = { ...files };
   for (const [p, content] of changes) {

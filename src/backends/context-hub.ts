@@ -28,6 +28,8 @@ import {
   type ReadResult,
   type RenameResult,
   type StatResult,
+  type UploadFromBase,
+  type UploadFromBaseResponse,
   type WriteResult,
   type XattrsResult,
 } from "../protocol/index.js";
@@ -36,6 +38,7 @@ import {
   combineBatches,
   newBatch,
   rebaseBatch,
+  rebaseUpload,
   type Batch,
   type Conflict,
   type Files,
@@ -43,6 +46,7 @@ import {
 import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
 import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
 import { journalPath, readJournal, removeJournal, writeJournal } from "./context-hub-journal.js";
+import { VersionContents } from "./context-hub-versions.js";
 import { globFiles, grepFiles, listChildren, readPage, TEXT_MIME_TYPE } from "./context-hub-view.js";
 
 const COALESCE_MS = 50;
@@ -137,6 +141,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private lastFailure: unknown = null;
   private unreportedConflicts: Conflict[] = [];
   private readonly history = new Map<string, Files>();
+  /** The content behind each version token handed out: the bases of later uploads. */
+  private readonly served = new VersionContents();
   private closed = false;
   private authFailureLogged = false;
 
@@ -480,15 +486,19 @@ export class ContextHubBackend implements BackendProtocolV2 {
     const result = await this.mutate<RenameResult>(async () => {
       const files = this.visibleFiles();
       const changes: Array<[string, string | null]> = [];
+      const moves = new Map<string, string>();
       if (files[src.key] !== undefined) {
         if (Object.keys(files).some((k) => k.startsWith(`${dst.key}/`))) {
           return { error: `Error: Cannot rename '${from}' to '${to}': destination is a directory` };
         }
         changes.push([src.key, null], [dst.key, files[src.key]]);
+        moves.set(src.key, dst.key);
       } else {
         const prefix = `${src.key}/`;
         for (const [k, content] of Object.entries(files)) {
-          if (k.startsWith(prefix)) changes.push([k, null], [`${dst.key}/${k.slice(prefix.length)}`, content]);
+          if (!k.startsWith(prefix)) continue;
+          changes.push([k, null], [`${dst.key}/${k.slice(prefix.length)}`, content]);
+          moves.set(k, `${dst.key}/${k.slice(prefix.length)}`);
         }
         if (changes.length === 0) return { error: `Error: File '${from}' not found` };
         if (files[dst.key] !== undefined) {
@@ -497,6 +507,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
       }
       // Deletes first, so a path that is both source and destination ends up written.
       changes.sort((a, b) => Number(a[1] !== null) - Number(b[1] !== null));
+      // An open file that moved keeps its merge base (the vfs names it by its new path).
+      this.served.move(moves);
       const conflicts = await this.submit(changes);
       return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: to };
     });
@@ -513,8 +525,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
     const content = this.lookup(k.key);
     if (content !== undefined) {
       const stat: FileStat = { path: normalized, is_dir: false, size: Buffer.byteLength(content, "utf8") };
-      const info = this.fileInfo(k.key);
-      stat.version = info.dirty ? `pending:${this.pendingVersion(k.key)}` : (info.commit ?? "");
+      stat.version = this.versionOf(k.key, content);
+      this.served.record(k.key, stat.version, content);
       return { stat };
     }
     const prefix = `${k.key}/`;
@@ -524,8 +536,10 @@ export class ContextHubBackend implements BackendProtocolV2 {
     return {};
   }
 
-  private pendingVersion(key: string): number {
-    return this.pending?.changes.has(key) ? this.pending.seq : (this.inFlight?.seq ?? 0);
+  /** The version token of a path's current content: its commit, or a token for uncommitted content. */
+  private versionOf(key: string, content: string): string {
+    const info = this.fileInfo(key);
+    return info.dirty ? this.served.pendingToken(key, content) : (info.commit ?? "");
   }
 
   private fileInfo(key: string): HubFileInfo {
@@ -708,36 +722,79 @@ export class ContextHubBackend implements BackendProtocolV2 {
   }
 
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
-    const responses: FileUploadResponse[] = [];
-    const accepted: Array<[string, string | null]> = [];
-    for (const [path, bytes] of files) {
+    const responses = await this.upload(files.map(([path, content]) => ({ path, content })));
+    return responses.map(({ path, error }) => ({ path, error }));
+  }
+
+  /**
+   * Uploads that name the version they were derived from (a mount's save names the version
+   * the editor read). When the path changed since that version (another writer's commit seen
+   * meanwhile), base, upload and current content are merged on lines; when the changes
+   * overlap, or the base is unknown (never handed out, or forgotten), the current content
+   * stays at the path, the upload is kept beside it as a conflict copy and `sync(path)`
+   * reports the conflict. Each response carries the version of the uploaded content, the
+   * base of the next upload derived from it.
+   */
+  async uploadFilesFrom(files: UploadFromBase[]): Promise<UploadFromBaseResponse[]> {
+    return this.upload(files);
+  }
+
+  private async upload(files: Array<{ path: string; content: Uint8Array; baseVersion?: string | null }>): Promise<UploadFromBaseResponse[]> {
+    const responses: UploadFromBaseResponse[] = [];
+    const accepted: Array<{ response: UploadFromBaseResponse; key: string; text: string; baseVersion?: string | null }> = [];
+    for (const { path, content, baseVersion } of files) {
       const k = toKey(path);
       let text: string | undefined;
       if (k.error === undefined && k.key !== "") {
         try {
-          text = strictUtf8.decode(bytes);
+          text = strictUtf8.decode(content);
         } catch {
           this.log(`refused ${path}: the Hub stores text and this content is not valid UTF-8`);
         }
       }
-      if (k.key === undefined || k.key === "" || text === undefined) {
-        responses.push({ path, error: "invalid_path" });
-        continue;
-      }
-      accepted.push([k.key, text]);
-      responses.push({ path, error: null });
+      const response: UploadFromBaseResponse = { path, error: null };
+      responses.push(response);
+      if (k.key === undefined || k.key === "" || text === undefined) response.error = "invalid_path";
+      else accepted.push({ response, key: k.key, text, baseVersion });
     }
     if (accepted.length === 0) return responses;
     if (this.closed) return responses.map((r) => ({ path: r.path, error: "invalid_path" }));
     try {
       await this.load();
-      await this.submit(accepted);
+      // From here to submit nothing awaits: the content merged against is what gets replaced.
+      const changes: Array<[string, string]> = [];
+      const conflicts: Conflict[] = [];
+      for (const { key, text, baseVersion } of accepted) {
+        if (baseVersion === undefined) {
+          changes.push([key, text]);
+          continue;
+        }
+        const rebased = rebaseUpload(key, text, this.baseContent(key, baseVersion), this.lookup(key));
+        changes.push(...rebased.changes);
+        if (rebased.conflict) conflicts.push(rebased.conflict);
+      }
+      this.noteConflicts(conflicts);
+      const submitted = this.submit(changes);
+      for (const { response, key, text } of accepted) {
+        response.version = this.lookup(key) === text ? this.served.pendingToken(key, text) : this.served.mint(key, text);
+      }
+      await submitted;
     } catch (error) {
       if (!isHubError(error)) throw error;
       const mapped = toFileOperationError(error);
       return responses.map((r) => (r.error === null ? { path: r.path, error: mapped } : r));
     }
     return responses;
+  }
+
+  /** The content `version` named for `key`: null for "created", undefined when unknown. */
+  private baseContent(key: string, version: string | null): string | null | undefined {
+    if (version === null) return null;
+    const known = this.served.content(key, version);
+    if (known !== undefined) return known;
+    // Forgotten, but still the current version: the base is what the path holds.
+    const current = this.lookup(key);
+    return current !== undefined && this.versionOf(key, current) === version ? current : undefined;
   }
 
   async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {

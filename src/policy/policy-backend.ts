@@ -28,6 +28,8 @@ import {
   type RenameResult,
   type SandboxBackendProtocolV2,
   type StatResult,
+  type UploadFromBase,
+  type UploadFromBaseResponse,
   type WriteResult,
   type XattrsResult,
 } from "../protocol/index.js";
@@ -60,7 +62,7 @@ export type Outcome = { ok: true } | { ok: false; error: string };
 type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
 
 /** Optional methods that exist on the wrapper only when the wrapped backend has them. */
-const OPTIONAL = ["delete", "uploadFiles", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
+const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
 
 function outcomeOf(result: unknown): Outcome {
   const error = (result as { error?: unknown } | null)?.error;
@@ -165,9 +167,24 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
 
   /** Each file is checked on its own; refused files get `permission_denied`, the rest go in one batch. */
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
-    const results = new Array<FileUploadResponse>(files.length);
+    return this.checkedUploads(files.map(([path]) => path), (allowed) => this.inner.uploadFiles!(allowed.map((i) => files[i])));
+  }
+
+  /** An upload naming its merge base: checked file by file exactly as `uploadFiles` (a write). */
+  async uploadFilesFrom(files: UploadFromBase[]): Promise<UploadFromBaseResponse[]> {
+    return this.checkedUploads(
+      files.map((f) => f.path),
+      (allowed) => this.forward("uploadFilesFrom", allowed.map((i) => files[i])) as Promise<UploadFromBaseResponse[]>,
+    );
+  }
+
+  private async checkedUploads(
+    paths: string[],
+    upload: (allowed: number[]) => UploadFromBaseResponse[] | Promise<UploadFromBaseResponse[]>,
+  ): Promise<UploadFromBaseResponse[]> {
+    const results = new Array<UploadFromBaseResponse>(paths.length);
     const allowed: number[] = [];
-    for (const [i, [path]] of files.entries()) {
+    for (const [i, path] of paths.entries()) {
       const op = this.operation("uploadFiles", [path]);
       const denied = await this.check(op);
       if (denied === undefined) allowed.push(i);
@@ -177,11 +194,13 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
       }
     }
     if (allowed.length > 0) {
-      const responses = await this.inner.uploadFiles!(allowed.map((i) => files[i]));
+      const responses = await upload(allowed);
       allowed.forEach((i, k) => {
         const error = responses[k]?.error ?? null;
-        this.record(this.operation("uploadFiles", [files[i][0]]), error ? { ok: false, error } : { ok: true });
-        results[i] = { path: files[i][0], error };
+        this.record(this.operation("uploadFiles", [paths[i]]), error ? { ok: false, error } : { ok: true });
+        results[i] = { path: paths[i], error };
+        const version = responses[k]?.version;
+        if (version !== undefined) results[i].version = version;
       });
     }
     return results;

@@ -3,7 +3,7 @@
  * them; the vfs detects them with the guards below and falls back where they are missing.
  * Like the protocol, they return errors as values.
  */
-import type { FileInfo, MaybePromise } from "./types.js";
+import type { FileInfo, FileUploadResponse, MaybePromise } from "./types.js";
 
 export interface RenameResult {
   error?: string;
@@ -79,6 +79,32 @@ export interface ExtendedAttributes {
   xattrs(path: string): MaybePromise<XattrsResult>;
 }
 
+/** One file of an upload that names the content it was derived from. */
+export interface UploadFromBase {
+  path: string;
+  content: Uint8Array;
+  /**
+   * The version token (as `stat` gave it, or as a previous upload returned it) of the content
+   * the new content was derived from; null when the writer created the file.
+   */
+  baseVersion: string | null;
+}
+
+export interface UploadFromBaseResponse extends FileUploadResponse {
+  /** The version token of the uploaded content: the base of the next upload derived from it. */
+  version?: string;
+}
+
+/**
+ * Uploads with an explicit merge base, for backends shared with concurrent writers (the Hub).
+ * Where the path changed since the base, the backend merges (base, uploaded, current) or keeps
+ * both versions and reports a conflict at `sync(path)`; it never overwrites another writer's
+ * change it cannot account for.
+ */
+export interface BaseAwareUploads {
+  uploadFilesFrom(files: UploadFromBase[]): MaybePromise<UploadFromBaseResponse[]>;
+}
+
 function hasMethod(backend: unknown, name: string): boolean {
   return typeof backend === "object" && backend !== null && typeof (backend as Record<string, unknown>)[name] === "function";
 }
@@ -90,3 +116,4 @@ export const canTrackChanges = (b: unknown): b is ChangeTracking => hasMethod(b,
 export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
 export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
+export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");
