@@ -1,0 +1,350 @@
+#!/usr/bin/env node
+/**
+ * The mount against the local disk, side by side in one run: sequential write and read of
+ * 256 MiB (fio; cold and warm), 2,000 small files (create+write+close, stat,
+ * open+read+close, unlink; scripts/bench/mount-small-files.py), `cp -r` of a 2,000-file
+ * source tree in, `grep -r` over it (cold and warm) and `ls -lR`. Two mount targets: a
+ * FilesystemBackend route (/fs/) and the embedded default's state route (ThreadStateBackend
+ * on SQLite), served by ONE `backendfs mount` daemon (dist/cli/main.js) with this config.
+ *
+ * Cold = `echo 3 > /proc/sys/vm/drop_caches` (root only; otherwise said so in the output)
+ * and a fresh mount; warm = the same again. Every workload runs in a child process; this
+ * process only spawns and times them.
+ *
+ * usage: node scripts/bench/mount.mjs [--no-build] [--size-mib 256] [--files 2000] [--keep]
+ *        [--only disk,fs,state] [--verbose-log FILE (mount with -v, op counts per phase)]
+ */
+import { execFile, spawn } from "node:child_process";
+import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+
+const repo = path.resolve(import.meta.dirname, "../..");
+const args = process.argv.slice(2);
+const flag = (name) => args.includes(name);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const SIZE_MIB = Number(option("--size-mib", "256"));
+const FILES = Number(option("--files", "2000"));
+/** The state route's sequential size (see the note printed with the table). */
+const STATE_SEQ_MIB = Number(option("--state-seq-mib", "16"));
+/** The state route's small-file and tree count (its per-call cost grows with the thread's size). */
+const STATE_FILES = Number(option("--state-files", "200"));
+const ONLY = option("--only", "disk,fs,state").split(",");
+const VERBOSE_LOG = option("--verbose-log", "");
+
+const work = mkdtempSync(path.join(tmpdir(), "backendfs-bench-"));
+const dirs = {
+  disk: path.join(work, "disk"),
+  fsroot: path.join(work, "fsroot"),
+  state: path.join(work, "state"),
+  mnt: path.join(work, "mnt"),
+  tree: path.join(work, "tree-src"),
+  treeSmall: path.join(work, "tree-src-small"),
+};
+for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
+/** Where each target's files live. */
+const targets = { disk: dirs.disk, fs: path.join(dirs.mnt, "fs"), state: path.join(dirs.mnt, "bench") };
+
+// ---------------------------------------------------------------- processes
+
+function run(command, argv, { timeoutMs = 600_000, okCodes = [0] } = {}) {
+  return new Promise((resolve, reject) => {
+    execFile(command, argv, { cwd: work, timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 256 << 20, env: { ...process.env, LC_ALL: "C" } }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+      if (!okCodes.includes(code)) reject(new Error(`${command} ${argv.join(" ")}: exit ${code}\n${stderr}`));
+      else resolve({ stdout, stderr, code });
+    });
+  });
+}
+const sh = (script, opts) => run("bash", ["-c", script], opts);
+
+async function timed(fn) {
+  const start = process.hrtime.bigint();
+  const result = await fn();
+  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, result };
+}
+
+let canDropCaches = true;
+async function dropCaches() {
+  try {
+    await sh("sync && echo 3 > /proc/sys/vm/drop_caches");
+  } catch {
+    canDropCaches = false;
+  }
+}
+
+// ---------------------------------------------------------------- the mount daemon
+
+let daemon;
+let daemonLog = "";
+const configFile = path.join(work, "mount.yaml");
+writeFileSync(
+  configFile,
+  [
+    "# The embedded default's state route plus a FilesystemBackend route.",
+    `default: { type: state, checkpointer: "sqlite:${dirs.state}/agent.db", thread: main }`,
+    "routes:",
+    `  /fs/: { type: filesystem, rootDir: "${dirs.fsroot}", maxFileSizeMb: 4096 }`,
+    "",
+  ].join("\n"),
+);
+
+async function startMount() {
+  const argv = [path.join(repo, "dist/cli/main.js"), "mount", dirs.mnt, "-c", configFile, "--cache-size", "1GiB", "--timeout", "120s"];
+  if (VERBOSE_LOG) argv.push("-v");
+  daemonLog = "";
+  const child = spawn(process.execPath, argv, { cwd: work, stdio: ["ignore", "ignore", "pipe"] });
+  child.stderr.on("data", (d) => (daemonLog += d.toString()));
+  const exited = new Promise((resolve) => child.on("exit", resolve));
+  daemon = { child, exited };
+  const start = Date.now();
+  while (!daemonLog.includes("mounted at")) {
+    if (child.exitCode !== null) throw new Error(`mount exited ${child.exitCode}: ${daemonLog}`);
+    if (Date.now() - start > 60_000) throw new Error(`not mounted after 60 s: ${daemonLog}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function stopMount() {
+  if (!daemon) return;
+  const { child, exited } = daemon;
+  daemon = undefined;
+  if (VERBOSE_LOG) writeFileSync(VERBOSE_LOG, daemonLog, { flag: "a" });
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+  await exited;
+  clearTimeout(timer);
+  await run("fusermount", ["-uz", dirs.mnt], { okCodes: [0, 1] }).catch(() => undefined);
+}
+
+async function remount() {
+  await stopMount();
+  await dropCaches();
+  await startMount();
+}
+
+let opsMark = 0;
+/** Kernel op counts since the last call (only with --verbose-log). */
+function opCounts() {
+  if (!VERBOSE_LOG) return "";
+  const lines = daemonLog.slice(opsMark).split("\n");
+  opsMark = daemonLog.length;
+  const counts = {};
+  for (const line of lines) {
+    const m = /^backendfs: (\w+)\(/.exec(line);
+    if (m) counts[m[1]] = (counts[m[1]] ?? 0) + 1;
+  }
+  return Object.entries(counts)
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ");
+}
+
+// ---------------------------------------------------------------- the source tree
+
+/** 2,000 real source files from node_modules (js/ts/json/md, 3-100 KiB), paths kept. */
+function generateTree(into, count) {
+  const picked = [];
+  const walk = (dir, rel) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1));
+    } catch {
+      return;
+    }
+    for (const e of entries) {
+      if (picked.length >= count) return;
+      if (e.name === ".cache" || e.name === ".bin") continue;
+      const full = path.join(dir, e.name);
+      if (e.isDirectory()) walk(full, path.join(rel, e.name));
+      else if (e.isFile() && /\.(c?m?js|ts|json|md)$/.test(e.name)) {
+        const size = statSync(full).size;
+        if (size >= 3072 && size <= 100 * 1024) picked.push([full, path.join(rel, e.name), size]);
+      }
+    }
+  };
+  walk(path.join(repo, "node_modules"), "");
+  let bytes = 0;
+  for (const [from, rel, size] of picked) {
+    mkdirSync(path.dirname(path.join(into, rel)), { recursive: true });
+    copyFileSync(from, path.join(into, rel));
+    bytes += size;
+  }
+  return { files: picked.length, bytes };
+}
+
+// ---------------------------------------------------------------- workloads
+
+const rows = new Map(); // row name -> { disk, fs, state }
+const notes = [];
+function rowsSet(row, target, seconds) {
+  if (!rows.has(row)) rows.set(row, {});
+  rows.get(row)[target] = seconds;
+}
+function record(row, target, seconds) {
+  rowsSet(row, target, seconds);
+  const ops = opCounts();
+  process.stderr.write(`  ${target.padEnd(5)} ${row.padEnd(28)} ${seconds.toFixed(3)} s${ops ? `   ops: ${ops}` : ""}\n`);
+}
+
+/** fio, 1 MiB requests; `text` fills the file with ASCII (the state route stores binary through LangGraph's JSON serde). */
+const fio = (file, rw, mib, text) =>
+  run("fio", [
+    "--name=seq",
+    `--filename=${file}`,
+    `--rw=${rw}`,
+    "--bs=1M",
+    `--size=${mib}M`,
+    "--ioengine=psync",
+    "--invalidate=0",
+    "--fallocate=none",
+    ...(text ? ['--buffer_pattern="backendfs bench text "', "--scramble_buffers=0"] : []),
+    ...(rw === "write" ? ["--end_fsync=1"] : []),
+    "--output-format=terse",
+  ]);
+
+/** Sequential write (a new file after a cold start, then again) and read (cold, warm). */
+async function sequential(target, base, fresh, mib, text) {
+  const label = `${mib} MiB${text ? " text" : ""}`;
+  const big = path.join(base, "seq.bin");
+  await fresh();
+  // After a remount: an empty directory of a key-value backend lives in the mount only.
+  mkdirSync(base, { recursive: true });
+  opCounts();
+  await attempt(`seq write cold ${label}`, target, () => fio(big, "write", mib, text));
+  await attempt(`seq write warm ${label}`, target, () => fio(big, "write", mib, text));
+  await fresh();
+  await attempt(`seq read cold ${label}`, target, () => fio(big, "read", mib, text));
+  await attempt(`seq read warm ${label}`, target, () => fio(big, "read", mib, text));
+  await sh(`rm -f '${big}'`);
+}
+
+/** Times one workload; a failure is recorded as such and the run goes on. */
+async function attempt(row, target, fn) {
+  try {
+    const { seconds, result } = await timed(fn);
+    record(row, target, seconds);
+    return result;
+  } catch (err) {
+    record(row, target, NaN);
+    notes.push(`${target} ${row}: FAILED ${String(err.message).split("\n")[0]}`);
+    return undefined;
+  }
+}
+
+async function benchTarget(target, files, treeSrc) {
+  const isMount = target !== "disk";
+  const base = targets[target];
+  const fresh = async () => (isMount ? remount() : dropCaches());
+  process.stderr.write(`${target}: ${base}\n`);
+  const n = files === FILES ? "" : ` (${files} files)`;
+  // The disk runs each size once: 256 MiB beside the fs route, the state size beside the state route.
+  if (target === "fs" || (target === "disk" && files === FILES)) await sequential(target, base, fresh, SIZE_MIB, false);
+  if (target === "state" || (target === "disk" && files !== FILES)) await sequential(target, base, fresh, STATE_SEQ_MIB, true);
+
+  // Small files, timed inside python.
+  const small = await attempt(`small files (python total)${n}`, target, () =>
+    run("python3", [path.join(repo, "scripts/bench/mount-small-files.py"), path.join(base, "small"), String(files), "1024"]),
+  );
+  const phases = small ? JSON.parse(small.stdout) : {};
+  for (const phase of ["create", "stat", "read", "unlink"]) rowsSet(`${files} small files: ${phase}`, target, phases[phase] ?? NaN);
+
+  // A source tree: cp -r in, then grep -r cold and warm, ls -lR.
+  const tree = path.join(base, `tree${files}`);
+  await attempt(`cp -r tree in${n}`, target, () => sh(`cp -r '${treeSrc}' '${tree}'`));
+  await fresh();
+  const grep = () => sh(`grep -r -c 'require(' '${tree}' | awk -F: '{s+=$NF} END {print NR, s}'`);
+  await attempt(`grep -r cold${n}`, target, grep);
+  const warm = await attempt(`grep -r warm${n}`, target, grep);
+  const ls = await attempt(`ls -lR (warm)${n}`, target, () => sh(`ls -lR '${tree}' | wc -l`));
+  return { grep: warm?.stdout.trim(), ls: ls?.stdout.trim() };
+}
+
+// ---------------------------------------------------------------- main
+
+const TARGETS = [
+  ["seq write", 2, "≥0.5x disk speed"],
+  ["seq read", 2, "≥0.5x disk speed"],
+  [`${FILES} small files: create`, 1 / 0.15, "≥0.15x disk speed"],
+  [`${STATE_FILES} small files: create`, 1 / 0.15, "≥0.15x disk speed"],
+  ["grep -r warm", 10, "≤10x disk time"],
+];
+
+async function main() {
+  if (!flag("--no-build")) {
+    process.stderr.write("building dist/ (tsc -p tsconfig.build.json)...\n");
+    await run("npx", ["tsc", "-p", "tsconfig.build.json"], { okCodes: [0, 1, 2] });
+  }
+  if (!existsSync(path.join(repo, "dist/cli/main.js"))) throw new Error("dist/cli/main.js is missing: npm run build");
+  const tree = generateTree(dirs.tree, FILES);
+  const treeSmall = generateTree(dirs.treeSmall, STATE_FILES);
+  notes.push(`tree: ${tree.files} files, ${(tree.bytes / 1e6).toFixed(1)} MB of node_modules sources (state route: ${treeSmall.files} files, ${(treeSmall.bytes / 1e6).toFixed(1)} MB)`);
+  const checks = {};
+  const plan = [
+    ["disk", FILES, dirs.tree],
+    ...(ONLY.includes("state") ? [["disk", STATE_FILES, dirs.treeSmall]] : []),
+    ["fs", FILES, dirs.tree],
+    ["state", STATE_FILES, dirs.treeSmall],
+  ];
+  for (const [target, files, treeSrc] of plan) {
+    if (!ONLY.includes(target)) continue;
+    if (target !== "disk" && !daemon) await startMount();
+    checks[`${target} ${files} files`] = await benchTarget(target, files, treeSrc);
+  }
+  await stopMount();
+  for (const [target, c] of Object.entries(checks)) notes.push(`${target}: grep (files, matches) = ${c.grep}; ls -lR lines = ${c.ls}`);
+  if (!canDropCaches) notes.push("drop_caches not permitted (not root): cold = fresh mount only");
+  printTable();
+}
+
+function printTable() {
+  const fmt = (s) => (s === undefined ? "-" : Number.isNaN(s) ? "fail" : s < 10 ? s.toFixed(3) : s.toFixed(1));
+  const ratio = (m, d) => (m === undefined || d === undefined ? "-" : (m / d).toFixed(2));
+  const header = ["workload", "disk s", "fs-route s", "fs/disk", "state s", "state/disk", "target (time ratio)", "met fs/state"];
+  const lines = [header];
+  for (const [row, t] of rows) {
+    const target = TARGETS.find(([name]) => row.startsWith(name));
+    const met = (m) => (m === undefined || t.disk === undefined ? "-" : Number.isNaN(m) ? "fail" : m / t.disk <= target[1] ? "yes" : "NO");
+    lines.push([
+      row,
+      fmt(t.disk),
+      fmt(t.fs),
+      ratio(t.fs, t.disk),
+      fmt(t.state),
+      ratio(t.state, t.disk),
+      target ? `≤${target[1].toFixed(2)} (${target[2]})` : "",
+      target ? `${met(t.fs)}/${met(t.state)}` : "",
+    ]);
+  }
+  const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
+  const out = [];
+  out.push("| " + header.map((h, i) => h.padEnd(widths[i])).join(" | ") + " |");
+  out.push("| " + widths.map((w) => "-".repeat(w)).join(" | ") + " |");
+  for (const l of lines.slice(1)) out.push("| " + l.map((c, i) => c.padEnd(widths[i])).join(" | ") + " |");
+  console.log(`\nbackendfs mount vs local disk (ext4), ${SIZE_MIB} MiB sequential, ${FILES} small files of 1 KiB; ratios are mount time / disk time`);
+  console.log(out.join("\n"));
+  console.log(`* the state route runs ${STATE_SEQ_MIB} MiB of ASCII text sequential and ${STATE_FILES} files (the disk alongside at the same sizes): see SEMANTICS.md, Performance`);
+  console.log("* times are wall clock of the whole command (fio/cp/grep/ls start-up included, on disk too); small-file phases are timed inside python");
+  for (const n of notes) console.log(`* ${n}`);
+}
+
+let cleaned = false;
+async function cleanup() {
+  if (cleaned) return;
+  cleaned = true;
+  await stopMount().catch(() => undefined);
+  await run("fusermount", ["-uz", dirs.mnt], { okCodes: [0, 1] }).catch(() => undefined);
+  if (!flag("--keep")) rmSync(work, { recursive: true, force: true });
+}
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => void cleanup().then(() => process.exit(130)));
+
+main()
+  .catch((err) => {
+    console.error(err.stack ?? String(err));
+    if (daemonLog) console.error(daemonLog.slice(-4000));
+    process.exitCode = 1;
+  })
+  .finally(cleanup);
