@@ -103,5 +103,7 @@ export type { SqliteStoreOptions, StoreChange, StoreChangeSet } from "./stores/s
 export { ThreadStateBackend, WRITER_METADATA_KEY } from "./stores/thread-state.js";
 export type { ThreadStateOptions } from "./stores/thread-state.js";
 export type { FileConflict } from "./stores/conflict-merge.js";
+export { SqliteCheckpointReader } from "./stores/sqlite-checkpoint-reader.js";
+export type { CheckpointReader, CheckpointerSource } from "./stores/thread-checkpoints.js";
 export { loadMountConfig, parseConfig, mountConfigSchema, EMBEDDED_DEFAULT, backendFactories } from "./config/index.js";
 export type { LoadedMountConfig, CacheSettings, ServedBy, BackendSpec, MountConfigFile } from "./config/index.js";
