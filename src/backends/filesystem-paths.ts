@@ -17,6 +17,8 @@ export interface ResolvedPath {
   hostPath: string;
   /** The name results under this path are reported with: virtual path, or host path. */
   shownPath: string;
+  /** True when `resolve` found nothing at the path (writes then need no stat for the old mode). */
+  missing?: boolean;
 }
 
 export class PathResolver {
@@ -48,12 +50,14 @@ export class PathResolver {
     if (realRoot === undefined) return located;
     const lexical = located.hostPath;
     const anchor = followLeaf || lexical === this.root ? lexical : path.dirname(lexical);
-    const real = await realpathOfDeepestExisting(anchor);
+    const { real, missing } = await realpathOfDeepestExisting(anchor);
     const hostPath = anchor === lexical ? real : path.join(real, path.basename(lexical));
     if (this.virtualMode && !isHostPathWithin(real, realRoot)) {
       throw new BackendPathError(`Path '${raw}' resolves outside root directory`);
     }
-    return { hostPath, shownPath: located.shownPath };
+    return missing && anchor === lexical
+      ? { hostPath, shownPath: located.shownPath, missing }
+      : { hostPath, shownPath: located.shownPath };
   }
 
   /** In virtual mode, whether an existing host path (a symlink met in a walk) stays inside. */
@@ -84,13 +88,13 @@ async function realpathOrUndefined(p: string): Promise<string | undefined> {
 }
 
 /** realpath of `p`, or of its deepest existing ancestor joined with the missing rest. */
-async function realpathOfDeepestExisting(p: string): Promise<string> {
+async function realpathOfDeepestExisting(p: string): Promise<{ real: string; missing: boolean }> {
   const missing: string[] = [];
   let current = p;
   for (;;) {
     try {
       const real = await fs.realpath(current);
-      return missing.length === 0 ? real : path.join(real, ...missing.reverse());
+      return missing.length === 0 ? { real, missing: false } : { real: path.join(real, ...missing.reverse()), missing: true };
     } catch (error) {
       const parent = path.dirname(current);
       if (!isMissing(error) || parent === current) throw error;

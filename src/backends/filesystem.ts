@@ -21,7 +21,7 @@ import path from "node:path";
 import {
   EMPTY_CONTENT_WARNING,
   applyGrepMaxCount,
-  countLines,
+  countTextLines,
   createGlobMatcher,
   createGrepGlobFilter,
   createWriteFileData,
@@ -50,11 +50,13 @@ import {
   type RenameResult,
   type StatResult,
   type Stattable,
+  type Syncable,
   type WriteResult,
 } from "../protocol/index.js";
 import { writeFileAtomic } from "./atomic-write.js";
 import { BackendPathError, describeFsError, errorCode, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
+import { UnsyncedWrites } from "./filesystem-sync.js";
 import { ripgrepSearch } from "./ripgrep.js";
 import { walkTree } from "./tree-walk.js";
 
@@ -69,12 +71,18 @@ export interface FilesystemBackendOptions {
   ripgrep?: boolean | string;
   /** Time limit of one grep, ripgrep or JS. Default 30 seconds. */
   grepTimeoutSeconds?: number;
+  /**
+   * Flush every written file to the disk before it replaces the old one (fdatasync), so
+   * writes survive power loss one by one. Default false: writes are atomic (never half
+   * done, even if the process is killed) and `sync()` flushes them when it matters.
+   */
+  durableWrites?: boolean;
 }
 
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker {
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -82,9 +90,11 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   private readonly maxFileSizeMb: number;
   private readonly ripgrepCommand: string | undefined;
   private readonly grepTimeoutMs: number;
+  private readonly durableWrites: boolean;
+  private readonly unsynced = new UnsyncedWrites();
 
   constructor(options: FilesystemBackendOptions = {}) {
-    const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30 } = options;
+    const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30, durableWrites = false } = options;
     this.cwd = rootDir ? path.resolve(rootDir) : process.cwd();
     this.virtualMode = virtualMode;
     this.paths = new PathResolver(this.cwd, virtualMode);
@@ -92,6 +102,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     this.maxFileSizeBytes = maxFileSizeMb * 1024 * 1024;
     this.ripgrepCommand = ripgrep === true ? "rg" : ripgrep === false ? undefined : ripgrep;
     this.grepTimeoutMs = grepTimeoutSeconds * 1000;
+    this.durableWrites = durableWrites;
   }
 
   async ls(dirPath: string): Promise<LsResult> {
@@ -135,7 +146,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (text === undefined) return { content: file.bytes, mimeType: OCTET_STREAM };
       if (text.trim() === "") return { content: EMPTY_CONTENT_WARNING, mimeType };
       const page = normalizeReadPagination(offset, limit);
-      const totalLines = countLines(text.split("\n"));
+      const totalLines = countTextLines(text);
       if (page.offset >= totalLines) {
         return { error: `Line offset ${page.offset} exceeds file length (${totalLines} lines)` };
       }
@@ -167,7 +178,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         ? Buffer.from(content, "utf8")
         : fileDataToBytes(createWriteFileData(filePath, content));
       if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
-      await writeFileAtomic(target.hostPath, bytes);
+      await this.writeFile(target.hostPath, bytes, target.missing ? null : undefined);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
       return { error: `Error writing file '${filePath}': ${describeFsError(error)}` };
@@ -185,7 +196,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const [newContent, occurrences] = replaced;
       const bytes = Buffer.from(newContent, "utf8");
       if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
-      await writeFileAtomic(file.hostPath, bytes);
+      await this.writeFile(file.hostPath, bytes, file.stat.mode & 0o7777);
       return { path: filePath, filesUpdate: null, occurrences };
     } catch (error) {
       return { error: `Error editing file '${filePath}': ${describeFsError(error)}` };
@@ -201,6 +212,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         const realRoot = await fs.realpath(this.cwd);
         const entries = await fs.readdir(realRoot);
         await Promise.all(entries.map((name) => fs.rm(path.join(realRoot, name), { recursive: true })));
+        this.unsynced.add(realRoot);
         return { path: filePath, filesUpdate: null };
       }
       if (located.hostPath === path.parse(located.hostPath).root) {
@@ -211,6 +223,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (!stat) return { error: `Error: '${filePath}' not found` };
       if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
       else await fs.unlink(target.hostPath);
+      this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
       return { error: `Error deleting '${filePath}': ${describeFsError(error)}` };
@@ -288,7 +301,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
           continue;
         }
         const target = await this.paths.resolve(filePath, { followLeaf: true });
-        await writeFileAtomic(target.hostPath, content);
+        await this.writeFile(target.hostPath, content, target.missing ? null : undefined);
         responses.push({ path: filePath, error: null });
       } catch (error) {
         responses.push({ path: filePath, error: toFileOperationError(error) });
@@ -324,6 +337,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (!(await fs.lstat(source.hostPath).catch(() => undefined))) return { error: `Error: '${from}' not found` };
       await fs.mkdir(path.dirname(target.hostPath), { recursive: true });
       await fs.rename(source.hostPath, target.hostPath);
+      this.unsynced.add(source.hostPath);
+      this.unsynced.add(target.hostPath);
       return { path: to };
     } catch (error) {
       return { error: `Error renaming '${from}' to '${to}': ${describeFsError(error)}` };
@@ -358,9 +373,28 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     try {
       const target = await this.paths.resolve(dirPath, { followLeaf: true });
       await fs.mkdir(target.hostPath, { recursive: true });
+      this.unsynced.add(target.hostPath);
       return {};
     } catch (error) {
       return { error: `Error creating directory '${dirPath}': ${describeFsError(error)}` };
+    }
+  }
+
+  /**
+   * The durability barrier: flushes to the disk what this backend wrote, renamed, removed
+   * or created since the last barrier (file data and directory entries), or, given a path,
+   * that one entry. Writes themselves are atomic but not flushed unless `durableWrites`.
+   */
+  async sync(filePath?: string): Promise<{ error?: string }> {
+    try {
+      if (filePath === undefined) {
+        await this.unsynced.flushAll(this.cwd);
+      } else {
+        await this.unsynced.flushOne((await this.paths.resolve(filePath, { followLeaf: true })).hostPath);
+      }
+      return {};
+    } catch (error) {
+      return { error: `Error syncing '${filePath ?? "/"}': ${describeFsError(error)}` };
     }
   }
 
@@ -447,6 +481,12 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     } catch (error) {
       if (errorCode(error) === undefined && !(error instanceof BackendPathError)) throw error;
     }
+  }
+
+  /** An atomic whole-file write, remembered for `sync()` (which also flushes its directory entry). */
+  private async writeFile(hostPath: string, bytes: Uint8Array | string, mode: number | null | undefined): Promise<void> {
+    await writeFileAtomic(hostPath, bytes, { durable: this.durableWrites, mode });
+    this.unsynced.add(hostPath);
   }
 
   private tooLarge(filePath: string, bytes: number): string {

@@ -1,0 +1,91 @@
+/**
+ * FilesystemBackend's durability barrier. Writes are atomic but not flushed (see
+ * atomic-write.ts); this remembers what was written since the last barrier, so `sync()`
+ * flushes exactly those files and the directories holding their names, and `sync(path)`
+ * flushes one file. Past a bound on remembered paths, the whole filesystem is flushed
+ * instead (`sync -f`, syncfs(2)).
+ */
+import fs from "node:fs/promises";
+import path from "node:path";
+import { execFile } from "node:child_process";
+import { isMissing } from "./fs-errors.js";
+
+/** Beyond this many unflushed paths, `sync()` flushes the filesystem instead of each one. */
+const MAX_REMEMBERED = 50_000;
+/** fsyncs in flight at once (libuv's pool has 4 threads; more only queue). */
+const CONCURRENCY = 8;
+
+export class UnsyncedWrites {
+  private paths = new Set<string>();
+  private overflowed = false;
+
+  /** A file written, renamed or removed (its directory is flushed with it). */
+  add(hostPath: string): void {
+    if (this.overflowed) return;
+    if (this.paths.size >= MAX_REMEMBERED) {
+      this.overflowed = true;
+      this.paths.clear();
+      return;
+    }
+    this.paths.add(hostPath);
+  }
+
+  /** Flushes everything remembered (or, after an overflow, the filesystem of `root`). */
+  async flushAll(root: string): Promise<void> {
+    const paths = this.paths;
+    const overflowed = this.overflowed;
+    this.paths = new Set();
+    this.overflowed = false;
+    try {
+      if (overflowed) {
+        await syncFilesystem(root);
+        return;
+      }
+      const targets = new Set<string>();
+      for (const p of paths) {
+        targets.add(p);
+        targets.add(path.dirname(p));
+      }
+      const queue = [...targets];
+      const worker = async () => {
+        for (let next = queue.pop(); next !== undefined; next = queue.pop()) await fsyncPath(next);
+      };
+      await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, worker));
+    } catch (error) {
+      // Not flushed: the next barrier tries again.
+      if (overflowed) this.overflowed = true;
+      else for (const p of paths) this.add(p);
+      throw error;
+    }
+  }
+
+  /** Flushes one file and its directory. */
+  async flushOne(hostPath: string): Promise<void> {
+    await fsyncPath(hostPath);
+    await fsyncPath(path.dirname(hostPath));
+    this.paths.delete(hostPath);
+  }
+}
+
+/** fsync of a file or directory; one removed since is nothing left to flush. */
+async function fsyncPath(hostPath: string): Promise<void> {
+  let handle: fs.FileHandle;
+  try {
+    handle = await fs.open(hostPath, "r");
+  } catch (error) {
+    if (isMissing(error)) return;
+    throw error;
+  }
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** syncfs(2) of the filesystem holding `dir`, through coreutils' `sync -f`. */
+function syncFilesystem(dir: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    execFile("sync", ["-f", dir], (error) => (error ? reject(error) : resolve()));
+  });
+}
