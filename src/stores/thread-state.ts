@@ -179,25 +179,29 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   edit(filePath: string, oldString: string, newString: string, replaceAll?: boolean): Promise<EditResult> {
     return this.mutate((files) => planEdit(files, filePath, oldString, newString, replaceAll));
   }
-  delete(filePath: string): Promise<DeleteResult> {
-    return this.mutate((files) => planDelete(files, filePath));
-  }
-  /**
-   * Bytes clients (the mount's close(), `backendfs put`) get close-to-open: the upload resolves
-   * once its checkpoint is written, so another process opening the thread sees it. Uploads
-   * arriving meanwhile share the next checkpoint. A failed commit keeps the data pending and
-   * its error for the next sync() (fsync), as for batched writes.
+  /*
+   * The mount's operations (uploadFiles at close(), delete at unlink, rename) resolve once
+   * their checkpoint is written: close-to-open, so another process opening the thread right
+   * after sees them. Those arriving meanwhile share the next checkpoint. A failed commit keeps
+   * the data pending and its error for the next sync() (fsync), as for batched writes.
    */
+  async delete(filePath: string): Promise<DeleteResult> {
+    return this.commitBeforeResolving(await this.mutate((files) => planDelete(files, filePath)), (r) => !r.error);
+  }
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
     const responses = await this.mutate((current) => planUpload(current, files, this.fileFormat));
-    if (this.batchWindowMs > 0 && responses.some((r) => r.error === null)) {
+    return this.commitBeforeResolving(responses, (r) => r.some((one) => one.error === null));
+  }
+  async rename(from: string, to: string): Promise<RenameResult> {
+    return this.commitBeforeResolving(await this.mutate((files) => planRename(files, from, to)), (r) => !r.error);
+  }
+
+  private async commitBeforeResolving<R>(result: R, changed: (result: R) => boolean): Promise<R> {
+    if (this.batchWindowMs > 0 && changed(result)) {
       this.clearTimer();
       await this.enqueue(() => this.commitPending());
     }
-    return responses;
-  }
-  rename(from: string, to: string): Promise<RenameResult> {
-    return this.mutate((files) => planRename(files, from, to));
+    return result;
   }
 
   /** Commits the pending batch now and re-merges overtaken writes; an error names what failed (data stays pending). */

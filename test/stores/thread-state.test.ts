@@ -98,7 +98,6 @@ describe("ThreadStateBackend on SqliteSaver", () => {
     const backend = new ThreadStateBackend({ checkpointer, threadId: "t", batchWindowMs: 10_000 });
     for (let i = 0; i < 20; i++) await backend.write(`/f${i}.txt`, `n${i}`);
     await backend.edit("/f3.txt", "n3", "three");
-    await backend.delete("/f4.txt");
     expect((await backend.read("/f3.txt")).content).toBe("three");
     const count = async () => {
       let n = 0;
@@ -108,6 +107,9 @@ describe("ThreadStateBackend on SqliteSaver", () => {
     expect(await count()).toBe(0);
     expect(await backend.sync()).toEqual({});
     expect(await count()).toBe(1);
+    // The mount's operations (delete, rename, uploadFiles) resolve once committed (close-to-open).
+    await backend.delete("/f4.txt");
+    expect(await count()).toBe(2);
     const fresh = new ThreadStateBackend({ checkpointer: saver(), threadId: "t" });
     expect((await fresh.ls("/")).files!.length).toBe(19);
     expect((await fresh.read("/f3.txt")).content).toBe("three");
