@@ -7,7 +7,7 @@
  * (`new StateBackend(runtime)`) reads `runtime.state.files` and returns `filesUpdate` for
  * the caller to apply. The file logic itself lives in protocol/file-map.ts.
  */
-import { getConfig } from "@langchain/langgraph";
+import { currentGraphConfig } from "./graph-context.js";
 import {
   downloadFromFiles,
   globFiles,
@@ -62,7 +62,7 @@ type PregelSend = (writes: Array<[string, unknown]>) => void;
 function pregelChannel(): { read: PregelRead; send: PregelSend } | undefined {
   let configurable: Record<string, unknown> | undefined;
   try {
-    configurable = getConfig()?.configurable;
+    configurable = currentGraphConfig()?.configurable;
   } catch {
     return undefined;
   }

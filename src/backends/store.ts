@@ -8,7 +8,7 @@
  * exact namespace. (`BaseStore.search` is a prefix search, so deepagents also lists items of
  * sub-namespaces that `read` then cannot find.)
  */
-import { getConfig, getCurrentTaskInput, getStore as getGraphStore } from "@langchain/langgraph";
+import { currentGraphConfig, currentGraphStore, currentTaskInput } from "./graph-context.js";
 import type { BaseStore, Item, Operation } from "@langchain/langgraph-checkpoint";
 import {
   downloadFromFiles,
@@ -189,12 +189,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       return store;
     }
     if (this.storeOverride) return this.storeOverride;
-    let store: BaseStore | undefined;
-    try {
-      store = getGraphStore();
-    } catch {
-      store = undefined;
-    }
+    const store = currentGraphStore() as BaseStore | undefined;
     if (!store) {
       throw new Error(
         "Store is required but not available in LangGraph execution context. Ensure the graph was configured with a store.",
@@ -205,22 +200,12 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   private getState(): unknown {
     if (this.stateAndStore) return this.stateAndStore.state;
-    try {
-      return getCurrentTaskInput();
-    } catch {
-      return undefined;
-    }
+    return currentTaskInput();
   }
 
   private getNamespaceConfig(): Config | undefined {
     let config = recordOf((this.stateAndStore as { config?: unknown } | undefined)?.config);
-    if (!config) {
-      try {
-        config = recordOf(getConfig());
-      } catch {
-        config = undefined;
-      }
-    }
+    if (!config) config = recordOf(currentGraphConfig());
     if (!config) return undefined;
     return { metadata: recordOf(config["metadata"]), configurable: recordOf(config["configurable"]) };
   }
