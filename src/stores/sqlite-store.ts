@@ -8,18 +8,19 @@
  * number is both the item's version token and the cursor of `changesSince`.
  */
 import Database from "better-sqlite3";
-import {
+// Types only: the value import of @langchain/langgraph-checkpoint loads all of LangChain
+// (~1.4 s), which the CLI must not pay. LangGraph and StoreBackend use stores by shape.
+import type {
   BaseStore,
-  InvalidNamespaceError,
-  type GetOperation,
-  type Item,
-  type ListNamespacesOperation,
-  type MatchCondition,
-  type Operation,
-  type OperationResults,
-  type PutOperation,
-  type SearchItem,
-  type SearchOperation,
+  GetOperation,
+  Item,
+  ListNamespacesOperation,
+  MatchCondition,
+  Operation,
+  OperationResults,
+  PutOperation,
+  SearchItem,
+  SearchOperation,
 } from "@langchain/langgraph-checkpoint";
 import { decodeStoreValue, encodeStoreValue } from "./store-value.js";
 import { matchesFilter } from "./store-filter.js";
@@ -74,6 +75,35 @@ const SEP = ".";
 const joinNamespace = (ns: readonly string[]): string => ns.join(SEP);
 const splitNamespace = (ns: string): string[] => (ns === "" ? [] : ns.split(SEP));
 
+/** Same name and role as @langchain/langgraph-checkpoint's InvalidNamespaceError. */
+export class InvalidNamespaceError extends Error {
+  override readonly name = "InvalidNamespaceError";
+}
+
+/**
+ * The checks BaseStore's convenience methods make before batching, with its messages, so
+ * that SqliteStore rejects what every other BaseStore rejects.
+ */
+function validateNamespace(namespace: string[], options: { allowEmpty?: boolean; allowReservedRoot?: boolean } = {}): void {
+  if (namespace.length === 0) {
+    if (options.allowEmpty) return;
+    throw new InvalidNamespaceError("Namespace cannot be empty.");
+  }
+  for (const label of namespace) {
+    const at = `Invalid namespace label '${String(label)}' found in ${String(namespace)}.`;
+    if (typeof label !== "string") throw new InvalidNamespaceError(`${at} Namespace labels must be strings, but got ${typeof label}.`);
+    if (label.includes(".")) throw new InvalidNamespaceError(`${at} Namespace labels cannot contain periods ('.').`);
+    if (label.includes(":")) throw new InvalidNamespaceError(`Invalid namespace label '${label}'. Namespace labels cannot contain colons (':').`);
+    if (label.includes("\0")) throw new InvalidNamespaceError("Namespace labels cannot contain NUL bytes.");
+    if (label === "") throw new InvalidNamespaceError(`Namespace labels cannot be empty strings. Got ${label} in ${String(namespace)}`);
+  }
+  if (namespace[0] === "langgraph" && !options.allowReservedRoot) {
+    throw new InvalidNamespaceError(`Root label for namespace cannot be "langgraph". Got: ${String(namespace)}`);
+  }
+}
+
+const READ_CHECK = { allowEmpty: true, allowReservedRoot: true };
+
 function checkNamespace(namespace: readonly string[], allowEmpty: boolean): void {
   if (!Array.isArray(namespace)) throw new InvalidNamespaceError(`Namespace must be an array of strings, got ${typeof namespace}.`);
   if (namespace.length === 0 && !allowEmpty) throw new InvalidNamespaceError("Namespace cannot be empty.");
@@ -103,13 +133,16 @@ function matchesCondition(condition: MatchCondition, ns: string[]): boolean {
   return path.every((label, i) => label === "*" || ns[start + i] === label);
 }
 
-export class SqliteStore extends BaseStore {
+/**
+ * Implements BaseStore's whole surface (batch plus the convenience methods, which
+ * BaseStore defines over batch) without extending the class, to keep LangChain unloaded.
+ */
+export class SqliteStore implements BaseStore {
   readonly filename: string;
   private readonly db: Database.Database;
   private readonly statements;
 
   constructor(filename: string, options: SqliteStoreOptions = {}) {
-    super();
     this.filename = filename;
     try {
       this.db = new Database(filename);
@@ -198,8 +231,50 @@ export class SqliteStore extends BaseStore {
     if (this.db.open) this.db.close();
   }
 
-  override stop(): void {
+  start(): void {}
+
+  stop(): void {
     this.close();
+  }
+
+  async get(namespace: string[], key: string): Promise<Item | null> {
+    validateNamespace(namespace, READ_CHECK);
+    return (await this.batch([{ namespace, key }]))[0];
+  }
+
+  async search(
+    namespacePrefix: string[],
+    options: { filter?: Record<string, unknown>; limit?: number; offset?: number; query?: string } = {},
+  ): Promise<SearchItem[]> {
+    validateNamespace(namespacePrefix, READ_CHECK);
+    const { filter, limit = 10, offset = 0, query } = options;
+    return (await this.batch([{ namespacePrefix, filter, limit, offset, query }]))[0];
+  }
+
+  async put(namespace: string[], key: string, value: Record<string, unknown>, index?: false | string[]): Promise<void> {
+    validateNamespace(namespace);
+    await this.batch([{ namespace, key, value, index }]);
+  }
+
+  async delete(namespace: string[], key: string): Promise<void> {
+    validateNamespace(namespace, READ_CHECK);
+    await this.batch([{ namespace, key, value: null }]);
+  }
+
+  async listNamespaces(
+    options: { prefix?: string[]; suffix?: string[]; maxDepth?: number; limit?: number; offset?: number } = {},
+  ): Promise<string[][]> {
+    const { prefix, suffix, maxDepth, limit = 100, offset = 0 } = options;
+    const matchConditions: MatchCondition[] = [];
+    if (prefix) {
+      validateNamespace(prefix, READ_CHECK);
+      matchConditions.push({ matchType: "prefix", path: prefix });
+    }
+    if (suffix) {
+      validateNamespace(suffix, READ_CHECK);
+      matchConditions.push({ matchType: "suffix", path: suffix });
+    }
+    return (await this.batch([{ matchConditions: matchConditions.length ? matchConditions : undefined, maxDepth, limit, offset }]))[0];
   }
 
   private getItem(namespace: string[], key: string): Item | null {
