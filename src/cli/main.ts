@@ -36,7 +36,8 @@ async function loadCommands(argv: string[]): Promise<{ commands: CommandModule[]
   for (const file of files) {
     try {
       const module = (await import(new URL(file, commandsDir).href)) as Record<string, unknown>;
-      for (const value of Object.values(module)) if (isCommandModule(value)) commands.push(value);
+      // A module may export its command both by name and as default: register it once.
+      for (const value of new Set(Object.values(module))) if (isCommandModule(value)) commands.push(value);
     } catch (error) {
       broken.push(`${file}: ${(error as Error).message}`);
     }
