@@ -50,7 +50,8 @@ export class PathResolver {
     if (realRoot === undefined) return located;
     const lexical = located.hostPath;
     const anchor = followLeaf || lexical === this.root ? lexical : path.dirname(lexical);
-    const { real, missing } = await realpathOfDeepestExisting(anchor);
+    // The root itself (ls, glob and grep of `/`) is resolved already.
+    const { real, missing } = anchor === this.root ? { real: realRoot, missing: false } : await realpathOfDeepestExisting(anchor);
     const hostPath = anchor === lexical ? real : path.join(real, path.basename(lexical));
     if (this.virtualMode && !isHostPathWithin(real, realRoot)) {
       throw new BackendPathError(`Path '${raw}' resolves outside root directory`);

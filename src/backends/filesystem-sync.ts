@@ -61,9 +61,15 @@ export class UnsyncedWrites {
 
   /** Flushes one file and its directory. */
   async flushOne(hostPath: string): Promise<void> {
-    await fsyncPath(hostPath);
-    await fsyncPath(path.dirname(hostPath));
-    this.paths.delete(hostPath);
+    // Forgotten first: a write landing during the flush is remembered again.
+    const remembered = this.paths.delete(hostPath);
+    try {
+      await fsyncPath(hostPath);
+      await fsyncPath(path.dirname(hostPath));
+    } catch (error) {
+      if (remembered) this.add(hostPath);
+      throw error;
+    }
   }
 }
 
