@@ -46,6 +46,9 @@ export class FuseNativeTransport implements Transport {
       "big_writes",
       `max_write=${options.maxWrite}`,
       "negative_timeout=0",
+      // open(O_TRUNC) reaches the vfs as one open instead of truncate-then-open: the save that
+      // follows is one upload whose merge base is what the writer read (not an empty file).
+      "atomic_o_trunc",
       `entry_timeout=${options.attrTimeoutSec}`,
       `attr_timeout=${options.attrTimeoutSec}`,
       `fsname=${options.fsname}`,

@@ -22,6 +22,11 @@ export class OpenFile {
   mtimeMs = Date.now();
   /** The backend version the content was loaded from. */
   version: string | undefined;
+  /**
+   * The backend version token of the content this buffer derives from: the merge base of its
+   * next upload (null: created by the mount; undefined: unknown, a plain upload).
+   */
+  base: string | null | undefined;
   loading: Promise<void> | null = null;
   uploading: Promise<void> | null = null;
 

@@ -13,6 +13,7 @@ import {
   canStat,
   canSync,
   canTrackChanges,
+  canUploadFromBase,
   canWatch,
   canXattrs,
   checkVirtualPath,
@@ -22,6 +23,7 @@ import {
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
+  type UploadFromBaseResponse,
   type XattrsResult,
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
@@ -83,6 +85,12 @@ export class Vfs {
   /** The last ls entry seen per path (size and time for stat-less backends). */
   private readonly lsInfo = new LRUCache<string, FileInfo>({ max: 200_000 });
   private readonly versionSeen = new LRUCache<string, { version: string; ms: number }>({ max: 200_000 });
+  /**
+   * Per path, the version of the content the mount last served to a reader (or stored) and
+   * the backend version it derives from: the merge base of a save by a writer that did not
+   * read the file in the same open (an editor that read it, then truncates and rewrites).
+   */
+  private readonly served = new LRUCache<string, { version: string; base: string }>({ max: 200_000 });
   private readonly files = new Map<string, OpenFile>();
   private readonly handles = new Map<number, Handle>();
   private nextHandle = 1;
@@ -164,6 +172,7 @@ export class Vfs {
     const file = this.acquire(path);
     // A file changed elsewhere since we loaded it is read afresh (close-to-open).
     if (!file.dirty && !file.local && file.refs === 1 && file.loaded && file.version !== attr.version) file.data = null;
+    if (writable && !file.loaded) file.base = this.servedBase(path, attr.version);
     if (writable && flags & O_TRUNC && !file.detached) file.truncate(0);
     return this.addHandle(file, writable);
   }
@@ -174,6 +183,8 @@ export class Vfs {
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     const existed = this.files.has(path) || (await this.exists(path));
     const file = this.acquire(path);
+    if (!existed) file.base = null;
+    else if (!file.loaded) file.base = this.servedBase(path, this.attrs.get(path)?.version ?? "");
     if (!file.loaded) file.adopt(new Uint8Array(0), undefined);
     file.local = !existed;
     file.truncate(0);
@@ -260,6 +271,8 @@ export class Vfs {
     const attr = await this.attr(path);
     if (attr.isDir) throw new FsError("EISDIR", path);
     const fh = this.addHandle(this.acquire(path), true);
+    const file = this.handle(fh).file;
+    if (!file.loaded) file.base = this.servedBase(path, attr.version);
     try {
       await this.ftruncate(fh, size);
       await this.upload(this.handle(fh).file);
@@ -353,6 +366,8 @@ export class Vfs {
       this.files.set(file.path, file);
     }
     this.moveOverlays(from, to);
+    const served = fromAttr.isDir ? undefined : this.served.get(from);
+    if (served) this.served.set(to, served);
     this.forget(from);
     this.forget(to);
     if (fromAttr.isDir) {
@@ -523,6 +538,23 @@ export class Vfs {
     return ms;
   }
 
+  /** Records what the mount serves at `path`; returns the backend version it derives from. */
+  private noteServed(path: string, version: string): string {
+    const last = this.served.get(path);
+    // Content the mount uploaded itself carries a mount-made version: map it back.
+    const base = last?.version === version ? last.base : version;
+    this.served.set(path, { version, base });
+    return base;
+  }
+
+  /**
+   * The merge base of a writer that did not read the file in its own open: the version this
+   * mount last served at the path (the writer most likely read that), else the current one.
+   */
+  private servedBase(path: string, version: string): string | undefined {
+    return this.served.get(path)?.base ?? (version === "" ? undefined : version);
+  }
+
   /** Attributes of a path the mount holds open with known content. */
   private fileAttr(path: string): Attr | undefined {
     const file = this.files.get(path);
@@ -676,6 +708,7 @@ export class Vfs {
         if (file.loaded) return;
         this.pages.set(path, attr.version, bytes);
         file.adopt(bytes, attr.version);
+        file.base = this.noteServed(path, attr.version);
         file.mtimeMs = attr.mtimeMs;
       })().finally(() => {
         file.loading = null;
@@ -707,14 +740,24 @@ export class Vfs {
     const changes = file.changes;
     const bytes = file.content();
     file.shared = true;
+    // A backend shared with other writers merges against the content this buffer came from.
+    const base = file.base !== undefined ? file.base : this.served.get(path)?.base;
+    const fromBase = canUploadFromBase(backend) && base !== undefined ? backend : undefined;
     file.uploading = (async () => {
-      const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[path, bytes]]));
+      const [response]: UploadFromBaseResponse[] = fromBase
+        ? await this.call("uploadFilesFrom", () => fromBase.uploadFilesFrom([{ path, content: bytes, baseVersion: base! }]))
+        : await this.call("uploadFiles", () => backend.uploadFiles!([[path, bytes]]));
       if (!response) throw new FsError("EIO", `upload ${path}: no response`);
       if (response.error) throw backendError(response.error, `upload ${path}`);
       if (file.changes === changes) file.dirty = false;
       file.local = false;
       const version = `mount:${++this.localVersion}`;
       file.version = version;
+      if (fromBase) {
+        // Later writes build on what was just uploaded: its version is their base.
+        file.base = response.version;
+        if (file.base) this.served.set(path, { version, base: file.base });
+      }
       this.pages.set(path, version, bytes);
       this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version });
       this.addToListing(path, false);
