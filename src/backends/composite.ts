@@ -15,6 +15,7 @@ import {
   asDirectoryPrefix,
   canMkdir,
   canRename,
+  canRenameFromBase,
   canStat,
   canSync,
   canTrackChanges,
@@ -408,6 +409,14 @@ export class CompositeBackend implements BackendProtocolV2 {
    * NOT atomic; on any failure the source is left in place and an error is returned.
    */
   async rename(from: string, to: string): Promise<RenameResult> {
+    return this.renameFrom(from, to, undefined);
+  }
+
+  /**
+   * A rename naming its target's merge base: forwarded with the base within one backend that
+   * takes it; otherwise exactly `rename` (the base only matters where one store holds both).
+   */
+  async renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): Promise<RenameResult> {
     for (const p of [from, to]) {
       if (this.table.isImplicitDirectory(p)) return { error: `Error: cannot rename mount point or route parent '${p}'` };
     }
@@ -416,6 +425,10 @@ export class CompositeBackend implements BackendProtocolV2 {
     }
     const source = this.table.resolve(from);
     const target = this.table.resolve(to);
+    if (source.backend === target.backend && targetBaseVersion !== undefined && canRenameFromBase(source.backend)) {
+      const result = await source.backend.renameFrom(source.innerPath, target.innerPath, targetBaseVersion);
+      return result.error ? result : { path: to };
+    }
     if (source.backend === target.backend && canRename(source.backend)) {
       const result = await source.backend.rename(source.innerPath, target.innerPath);
       return result.error ? result : { path: to };

@@ -474,6 +474,17 @@ export class ContextHubBackend implements BackendProtocolV2 {
   }
 
   async rename(from: string, to: string): Promise<RenameResult> {
+    return this.renameFrom(from, to, undefined);
+  }
+
+  /**
+   * A rename whose content was derived from the target's version `targetBaseVersion` (an
+   * editor's temp file + rename save). When the target changed since that version (another
+   * writer's commit seen meanwhile), the content is an upload onto the target from that base
+   * (merged, or the target kept and ours beside it as a conflict copy reported at
+   * `sync(path)`), and `from` is removed. Otherwise, or with no base (undefined): a rename.
+   */
+  async renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): Promise<RenameResult> {
     const src = toKey(from);
     const dst = toKey(to);
     if (src.error !== undefined) return { error: src.error };
@@ -490,6 +501,14 @@ export class ContextHubBackend implements BackendProtocolV2 {
       if (files[src.key] !== undefined) {
         if (Object.keys(files).some((k) => k.startsWith(`${dst.key}/`))) {
           return { error: `Error: Cannot rename '${from}' to '${to}': destination is a directory` };
+        }
+        const current = files[dst.key];
+        if (targetBaseVersion !== undefined && current !== undefined && this.versionOf(dst.key, current) !== targetBaseVersion) {
+          // From here to submit nothing awaits: the content merged against is what gets replaced.
+          const rebased = rebaseUpload(dst.key, files[src.key], this.baseContent(dst.key, targetBaseVersion), current);
+          if (rebased.conflict) this.noteConflicts([rebased.conflict]);
+          const conflicts = await this.submit([[src.key, null], ...rebased.changes]);
+          return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: to };
         }
         changes.push([src.key, null], [dst.key, files[src.key]]);
         moves.set(src.key, dst.key);

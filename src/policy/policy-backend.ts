@@ -62,7 +62,7 @@ export type Outcome = { ok: true } | { ok: false; error: string };
 type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
 
 /** Optional methods that exist on the wrapper only when the wrapped backend has them. */
-const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
+const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "renameFrom", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
 
 function outcomeOf(result: unknown): Outcome {
   const error = (result as { error?: unknown } | null)?.error;
@@ -250,6 +250,15 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
       this.operation("rename", [from, to]),
       (error) => ({ error }),
       () => this.forward("rename", from, to) as Promise<RenameResult>,
+    );
+  }
+
+  /** A rename naming its target's merge base: checked exactly as `rename`. */
+  renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): Promise<RenameResult> {
+    return this.guarded(
+      this.operation("rename", [from, to]),
+      (error) => ({ error }),
+      () => this.forward("renameFrom", from, to, targetBaseVersion) as Promise<RenameResult>,
     );
   }
 

@@ -16,6 +16,19 @@ export interface Renamable {
   rename(from: string, to: string): MaybePromise<RenameResult>;
 }
 
+/**
+ * A rename that replaces its target with content derived from a version of that target
+ * (an editor's save by temp file + rename). `targetBaseVersion` is the target's version
+ * token the content was derived from (as `stat` or an upload gave it); null when the writer
+ * believed there was no target; undefined when unknown (then: a plain rename). Where the
+ * target changed since that version, the backend treats the content as an upload onto the
+ * target from that base (merge, or keep both and report a conflict at `sync(path)`) and
+ * removes `from`; it never replaces another writer's change it cannot account for.
+ */
+export interface BaseAwareRename {
+  renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): MaybePromise<RenameResult>;
+}
+
 /** One entry's metadata, without listing its parent. */
 export interface FileStat extends FileInfo {
   is_dir: boolean;
@@ -116,4 +129,5 @@ export const canTrackChanges = (b: unknown): b is ChangeTracking => hasMethod(b,
 export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
 export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
+export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

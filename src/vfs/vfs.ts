@@ -10,6 +10,7 @@ import {
   basenameOf,
   canMkdir,
   canRename,
+  canRenameFromBase,
   canStat,
   canSync,
   canTrackChanges,
@@ -354,8 +355,11 @@ export class Vfs {
     for (const file of this.filesWithin(from)) if (file.dirty || file.local) await this.upload(file);
     if (toAttr?.isDir) await this.removeEmptyDir(to);
 
+    // A save by temp file + rename derives from the target the writer read: the version this
+    // mount last served there is the base a shared backend merges the replacement against.
+    const targetBase = toAttr && !fromAttr.isDir && canRenameFromBase(this.backend) ? this.served.get(to)?.base : undefined;
     if (fromAttr.isDir) await this.renameDir(from, to);
-    else await this.renameFile(from, to, Boolean(toAttr));
+    else await this.renameFile(from, to, targetBase);
 
     // Open files follow their path; a file that was replaced keeps its readers' data.
     const replaced = this.files.get(to);
@@ -366,8 +370,10 @@ export class Vfs {
       this.files.set(file.path, file);
     }
     this.moveOverlays(from, to);
-    const served = fromAttr.isDir ? undefined : this.served.get(from);
+    // After a rename that named a base the target may hold a merge: no served version is known.
+    const served = fromAttr.isDir || targetBase !== undefined ? undefined : this.served.get(from);
     if (served) this.served.set(to, served);
+    else this.served.delete(to);
     this.forget(from);
     this.forget(to);
     if (fromAttr.isDir) {
@@ -798,8 +804,14 @@ export class Vfs {
     await this.deleteInBackend(path);
   }
 
-  private async renameFile(from: string, to: string, replacing: boolean): Promise<void> {
-    if (canRename(this.backend)) {
+  private async renameFile(from: string, to: string, targetBase: string | undefined): Promise<void> {
+    const fromBase = targetBase !== undefined && canRenameFromBase(this.backend) ? this.backend : undefined;
+    if (fromBase) {
+      const result = await this.call("renameFrom", () => fromBase.renameFrom(from, to, targetBase));
+      if (!result.error) return;
+      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
+    } else if (canRename(this.backend)) {
       const backend = this.backend as unknown as { rename(a: string, b: string): { error?: string } | Promise<{ error?: string }> };
       const result = await this.call("rename", () => backend.rename(from, to));
       if (!result.error) return;
@@ -813,7 +825,6 @@ export class Vfs {
     if (!backend.uploadFiles) throw new FsError("EROFS", `${to}: the backend cannot store bytes`);
     const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[to, bytes]]));
     if (response?.error) throw backendError(response.error, `rename ${from} -> ${to}`);
-    void replacing;
     await this.deleteInBackend(from);
   }
 
@@ -830,7 +841,7 @@ export class Vfs {
     }
     // Non-atomic fallback: every file is copied, then the old tree removed.
     const files = await this.walk(from);
-    for (const file of files) await this.renameFile(file, to + file.slice(from.length), false);
+    for (const file of files) await this.renameFile(file, to + file.slice(from.length), undefined);
     if (canMkdir(this.backend)) await this.deleteInBackend(from);
     this.moveImplicitDirs(from, to);
     this.implicitDirs.add(to);
