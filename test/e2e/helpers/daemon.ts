@@ -85,19 +85,34 @@ export interface Run {
 
 /**
  * bash -c in a child process that changes into `dir` itself (a child spawned with its cwd
- * inside a mount would make this process chdir there while forking). Bytes, not text.
+ * inside a mount would make this process chdir there while forking). Bytes, not text. On
+ * timeout the whole process group is killed, so no straggler keeps loading the mount.
  */
-export function shIn(dir: string, script: string, timeoutMs = 30_000): Promise<Run> {
+export function shIn(dir: string, script: string, timeoutMs = 60_000): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(
-      "bash",
-      ["-c", 'cd "$E2E_DIR" || exit 99\n' + script],
-      { cwd: tmpdir(), timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 256 << 20, encoding: "buffer", env: { ...process.env, LC_ALL: "C", E2E_DIR: dir } },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 124) : 0;
-        resolve({ code, stdout, stderr: stderr.toString() });
-      },
-    );
+    const child = spawn("bash", ["-c", 'cd "$E2E_DIR" || exit 99\n' + script], {
+      cwd: tmpdir(),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, LC_ALL: "C", E2E_DIR: dir },
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on("data", (d: Buffer) => out.push(d));
+    child.stderr!.on("data", (d: Buffer) => err.push(d));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid!, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, timeoutMs);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code: timedOut ? 124 : (code ?? 128), stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString() });
+    });
   });
 }
 
