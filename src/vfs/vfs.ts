@@ -166,7 +166,8 @@ export class Vfs {
   // ---- open files ----
 
   async open(path: string, flags: number): Promise<number> {
-    const writable = (flags & O_ACCMODE) === O_WRONLY || (flags & O_ACCMODE) === O_RDWR;
+    // O_RDONLY|O_TRUNC truncates on Linux (POSIX leaves it open): it needs write access, like the kernel's check.
+    const writable = (flags & O_ACCMODE) === O_WRONLY || (flags & O_ACCMODE) === O_RDWR || (flags & O_TRUNC) !== 0;
     this.check(writable ? "write" : "read", path);
     const attr = await this.attr(path);
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
@@ -178,13 +179,17 @@ export class Vfs {
     return this.addHandle(file, writable);
   }
 
-  async create(path: string, _mode: number): Promise<number> {
+  async create(path: string, mode: number): Promise<number> {
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     const existed = this.files.has(path) || (await this.exists(path));
     const file = this.acquire(path);
-    if (!existed) file.base = null;
+    if (!existed) {
+      file.base = null;
+      // The creator's mode (umask applied by the kernel), kept in memory like chmod's.
+      this.overlays.set(path, { mode: mode & 0o7777 });
+    }
     else if (!file.loaded) file.base = this.servedBase(path, this.attrs.get(path)?.version ?? "");
     if (!file.loaded) file.adopt(new Uint8Array(0), undefined);
     file.local = !existed;
@@ -297,7 +302,7 @@ export class Vfs {
     this.keepParent(path);
   }
 
-  async mkdir(path: string, _mode: number): Promise<void> {
+  async mkdir(path: string, mode: number): Promise<void> {
     this.check("write", path);
     if (await this.exists(path)) throw new FsError("EEXIST", path);
     const parent = await this.attr(parentOf(path));
@@ -311,6 +316,7 @@ export class Vfs {
       this.implicitDirs.add(path);
     }
     this.attrs.delete(path);
+    this.overlays.set(path, { mode: mode & 0o7777 });
     this.addToListing(path, true);
   }
 
