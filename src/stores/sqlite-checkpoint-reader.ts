@@ -27,7 +27,7 @@ class Undecodable extends Error {}
 
 export class SqliteCheckpointReader implements CheckpointReader {
   private statements:
-    | { latest: Database.Statement<[string, string], CheckpointRow>; byId: Database.Statement<[string, string, string], CheckpointRow>; links: Database.Statement<[string, string, string], LinkRow> }
+    | { latestId: Database.Statement<[string, string], { checkpoint_id: string }>; latest: Database.Statement<[string, string], CheckpointRow>; byId: Database.Statement<[string, string, string], CheckpointRow>; links: Database.Statement<[string, string, string], LinkRow> }
     | undefined;
 
   /** Throws (e.g. "file is not a database") when the file is not a readable SQLite database. */
@@ -54,6 +54,10 @@ export class SqliteCheckpointReader implements CheckpointReader {
     return { id: row.checkpoint_id, parentId: row.parent_checkpoint_id ?? undefined, files };
   }
 
+  latestId(threadId: string, checkpointNs: string): string | undefined {
+    return this.prepared()?.latestId.get(threadId, checkpointNs)?.checkpoint_id;
+  }
+
   links(threadId: string, checkpointNs: string, afterId: string): CheckpointLink[] {
     const statements = this.prepared();
     if (!statements) return [];
@@ -67,6 +71,7 @@ export class SqliteCheckpointReader implements CheckpointReader {
     if (!exists) return undefined;
     const columns = "checkpoint_id, parent_checkpoint_id, type, checkpoint";
     this.statements = {
+      latestId: this.db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1"),
       latest: this.db.prepare(`SELECT ${columns} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`),
       byId: this.db.prepare(`SELECT ${columns} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`),
       links: this.db.prepare(

@@ -27,6 +27,8 @@ export interface CheckpointReader {
    * is none, null when it holds something this reader cannot decode (ask the saver).
    */
   files(threadId: string, checkpointNs: string, checkpointId?: string): Promise<CheckpointFiles | undefined | null> | CheckpointFiles | undefined | null;
+  /** The id of the latest checkpoint, undefined when there is none: one cheap query, to know whether what we decoded is still current. */
+  latestId?(threadId: string, checkpointNs: string): Promise<string | undefined> | string | undefined;
   /** Every checkpoint of the thread newer than `afterId` ("" for all), newest first. */
   links(threadId: string, checkpointNs: string, afterId: string): Promise<CheckpointLink[]> | CheckpointLink[];
 }
@@ -43,10 +45,20 @@ export function filesOf(tuple: CheckpointTuple | undefined): FilesMap {
   return files && typeof files === "object" ? (files as FilesMap) : {};
 }
 
+const filesOfTuple = (tuple: CheckpointTuple): CheckpointFiles => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple), files: filesOf(tuple) });
+
 export const parentIdOf = (tuple: CheckpointTuple): string | undefined => tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
 
 export class ThreadCheckpoints {
   private loaded: Promise<BaseCheckpointSaver> | undefined;
+  /**
+   * The latest checkpoint as last decoded (or as we just wrote it), reused while the reader
+   * says it is still the latest: decoding the whole files channel per stat is what made a
+   * growing thread slow. The same FileData objects are served each time, so their versions
+   * stay cached too. Only with a reader that has latestId (elsewhere, nothing cheap tells).
+   */
+  private cachedFiles: CheckpointFiles | undefined;
+  private cachedTuple: CheckpointTuple | undefined;
 
   constructor(
     private readonly source: CheckpointerSource,
@@ -74,15 +86,38 @@ export class ThreadCheckpoints {
 
   /** The files of the latest checkpoint, or of `checkpointId`; undefined when there is none. */
   async files(checkpointId?: string): Promise<CheckpointFiles | undefined> {
+    const latestId = checkpointId === undefined ? await this.latestId() : null;
+    if (latestId !== null) {
+      if (latestId === undefined) return undefined;
+      if (this.cachedFiles?.id === latestId) return this.cachedFiles;
+      if (this.cachedTuple?.checkpoint.id === latestId) return (this.cachedFiles = filesOfTuple(this.cachedTuple));
+      const found = await this.uncachedFiles(latestId);
+      if (found) this.cachedFiles = found;
+      return found;
+    }
+    return this.uncachedFiles(checkpointId);
+  }
+
+  /** The latest checkpoint's id by the reader's cheap query; null when there is no such query. */
+  private async latestId(): Promise<string | undefined | null> {
+    if (!this.reader?.latestId) return null;
+    return this.reader.latestId(this.threadId, this.checkpointNs);
+  }
+
+  private async uncachedFiles(checkpointId?: string): Promise<CheckpointFiles | undefined> {
     const fast = this.reader ? await this.reader.files(this.threadId, this.checkpointNs, checkpointId) : null;
     if (fast !== null) return fast;
     const tuple = await this.tuple(checkpointId);
-    return tuple && { id: tuple.checkpoint.id, parentId: parentIdOf(tuple), files: filesOf(tuple) };
+    return tuple && filesOfTuple(tuple);
   }
 
   /** The full latest checkpoint (or `checkpointId`), every channel: what a new checkpoint copies. */
   async tuple(checkpointId?: string): Promise<CheckpointTuple | undefined> {
-    return (await this.saver()).getTuple(this.config(checkpointId));
+    const cached = this.cachedTuple;
+    if (cached && (checkpointId === undefined ? (await this.latestId()) === cached.checkpoint.id : checkpointId === cached.checkpoint.id)) return cached;
+    const tuple = await (await this.saver()).getTuple(this.config(checkpointId));
+    if (tuple && this.reader?.latestId) this.cachedTuple = tuple;
+    return tuple;
   }
 
   /** Every checkpoint newer than `afterId`, newest first. */
@@ -117,6 +152,12 @@ export class ThreadCheckpoints {
     checkpoint.ts = new Date().toISOString();
     const metadata = { source: "update" as const, step, parents: base?.metadata?.parents ?? {}, ...extraMetadata };
     const saved = await saver.put(base?.config ?? this.config(), checkpoint, metadata, { [FILES]: version });
-    return saved.configurable?.checkpoint_id as string;
+    const id = saved.configurable?.checkpoint_id as string;
+    // What we just wrote is known without reading it back (kept only while it stays the latest).
+    if (this.reader?.latestId && id === checkpoint.id) {
+      this.cachedTuple = { config: saved, checkpoint, metadata, parentConfig: base?.config ?? undefined, pendingWrites: [] };
+      this.cachedFiles = undefined;
+    }
+    return id;
   }
 }

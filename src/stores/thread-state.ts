@@ -80,6 +80,7 @@ const MAX_REPLAYS = 10;
 export const WRITER_METADATA_KEY = "backendfs_writer";
 const MAX_POLL_MS = 5000;
 
+const isEmpty = (update: FilesUpdate): boolean => Object.keys(update).length === 0;
 const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattable, Syncable, ChangeTracking {
@@ -236,6 +237,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   private async view(): Promise<FilesMap> {
     const committed = (await this.committed())?.files ?? {};
+    // Reads never modify the map: with nothing pending, the committed one serves as is (no copy per stat).
+    if (isEmpty(this.inFlight) && isEmpty(this.pending)) return committed;
     return mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
   }
 
