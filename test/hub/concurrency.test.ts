@@ -3,27 +3,15 @@ import { ContextHubBackend as DeepAgentsContextHubBackend } from "deepagents";
 import { afterEach, describe, expect, it } from "vitest";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 import type { HubEmulator } from "../../src/hub-emulator/index.js";
-import { emulatorPool, hubClient, quiet } from "./helpers.js";
+import { emulatorPool, hubClient, quiet, enc, hubFiles, seed, writeBackBackend } from "./helpers.js";
 
 const pool = emulatorPool();
 afterEach(() => pool.closeAll());
 
-const enc = (s: string) => new TextEncoder().encode(s);
 
-function ours(emu: HubEmulator, log: (line: string) => void = quiet): ContextHubBackend {
-  return new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), writeBack: true, log });
-}
+const ours = writeBackBackend;
 
-function hubFiles(emu: HubEmulator): Record<string, string> {
-  const files: Record<string, string> = {};
-  for (const [p, e] of Object.entries(emu.store.pull("emulator", "repo").files)) if (e.type === "file") files[p] = e.content;
-  return files;
-}
 
-async function seed(emu: HubEmulator, files: Record<string, string>): Promise<void> {
-  const entries = Object.fromEntries(Object.entries(files).map(([p, content]) => [p, { type: "file" as const, content }]));
-  await hubClient(emu).pushAgent("repo", { files: entries });
-}
 
 describe("concurrent writers", () => {
   it("different files from two backends both land", async () => {

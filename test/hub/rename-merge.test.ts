@@ -16,7 +16,7 @@ import { DenyPrefixesBackend } from "../../src/policy/index.js";
 import { adaptBackendProtocol, canRenameFromBase, type BaseAwareRename } from "../../src/protocol/index.js";
 import { mountForTest, sh, type TestMount } from "../fuse/helpers/mount.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
-import { emulatorPool, hubClient, quiet } from "./helpers.js";
+import { emulatorPool, hubClient, quiet, enc, hubFiles, seed, writeBackBackend } from "./helpers.js";
 
 const pool = emulatorPool();
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -25,23 +25,11 @@ afterEach(async () => {
   await pool.closeAll();
 });
 
-const enc = (s: string) => new TextEncoder().encode(s);
 const PLAN = "one\ntwo\nthree\nfour\nfive\n";
 
-function backend(emu: HubEmulator, log: (line: string) => void = quiet): ContextHubBackend {
-  return new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), writeBack: true, log });
-}
+const backend = writeBackBackend;
 
-function hubFiles(emu: HubEmulator): Record<string, string> {
-  const files: Record<string, string> = {};
-  for (const [p, e] of Object.entries(emu.store.pull("emulator", "repo").files)) if (e.type === "file") files[p] = e.content;
-  return files;
-}
 
-async function seed(emu: HubEmulator, files: Record<string, string>): Promise<void> {
-  const entries = Object.fromEntries(Object.entries(files).map(([p, content]) => [p, { type: "file" as const, content }]));
-  await hubClient(emu).pushAgent("repo", { files: entries });
-}
 
 /** A read v1 of `file`; B committed `theirs`; A has seen B's commit (a mount's TTL poll). */
 async function readThenRemoteCommit(
