@@ -135,12 +135,18 @@ function messageOf(error: unknown): string {
   return typeof message === "string" ? message : String(error);
 }
 
-/** The value stored for a file: exactly the FileData fields (v1 has no mimeType). */
+/**
+ * The value stored for a file: exactly the FileData fields (v1 has no mimeType). Text holding a
+ * NUL character is kept as its UTF-8 bytes: PostgreSQL's jsonb refuses `\u0000` in strings, and
+ * the bytes read back identical on every store (deepagents reads them as binary content too).
+ */
 function storeValueOf(data: FileData): Record<string, unknown> {
+  const content = typeof data.content === "string" && data.content.includes("\0") ? utf8Encoder.encode(data.content) : data.content;
   return "mimeType" in data
-    ? { content: data.content, mimeType: data.mimeType, created_at: data.created_at, modified_at: data.modified_at }
-    : { content: data.content, created_at: data.created_at, modified_at: data.modified_at };
+    ? { content, mimeType: data.mimeType, created_at: data.created_at, modified_at: data.modified_at }
+    : { content, created_at: data.created_at, modified_at: data.modified_at };
 }
+const utf8Encoder = new TextEncoder();
 
 /**
  * `store.batch(ops)`. Inside a graph LangGraph hands out an AsyncBatchedStore, whose `batch`

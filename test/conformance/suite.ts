@@ -526,6 +526,13 @@ export function describeBackendConformance(name: string, factory: HarnessFactory
           expect(Array.from((await c.bytes(name))!), name).toEqual(Array.from(ALL_BYTES));
         }
       });
+      check("valid UTF-8 holding NUL characters round-trips, uploaded or written", async (c) => {
+        const text = "a\0b\0\0c\n";
+        await c.upload("/nul.txt", enc.encode(text));
+        expect(Array.from((await c.bytes("/nul.txt"))!)).toEqual(Array.from(enc.encode(text)));
+        expect((await c.b.write(c.p("/nul-written.txt"), text)).error).toBeUndefined();
+        expect(Array.from((await c.bytes("/nul-written.txt"))!)).toEqual(Array.from(enc.encode(text)));
+      });
       if (!options.textOnly) fixed(FIXES.exactBytes, "invalid UTF-8 in a .txt round-trips and reads as bytes", async (c) => {
         await c.upload("/bad.txt", INVALID_UTF8);
         expect(Array.from((await c.bytes("/bad.txt"))!)).toEqual(Array.from(INVALID_UTF8));
