@@ -46,6 +46,7 @@ import {
 import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
 import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
 import { journalPath, readJournal, removeJournal, writeJournal } from "./context-hub-journal.js";
+import { ContentTimes } from "./context-hub-times.js";
 import { VersionContents } from "./context-hub-versions.js";
 import { globFiles, grepFiles, listChildren, readPage, TEXT_MIME_TYPE } from "./context-hub-view.js";
 
@@ -143,6 +144,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private readonly history = new Map<string, Files>();
   /** The content behind each version token handed out: the bases of later uploads. */
   private readonly served = new VersionContents();
+  /** Times for stat: the Hub keeps none per file. */
+  private readonly times = new ContentTimes();
   private closed = false;
   private authFailureLogged = false;
 
@@ -543,7 +546,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
     if (k.key === "") return { stat: { path: "/", is_dir: true, size: 0 } };
     const content = this.lookup(k.key);
     if (content !== undefined) {
-      const stat: FileStat = { path: normalized, is_dir: false, size: Buffer.byteLength(content, "utf8") };
+      const modified_at = new Date(this.times.timeOf(k.key, content)).toISOString();
+      const stat: FileStat = { path: normalized, is_dir: false, size: Buffer.byteLength(content, "utf8"), modified_at };
       stat.version = this.versionOf(k.key, content);
       this.served.record(k.key, stat.version, content);
       return { stat };

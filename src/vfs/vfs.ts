@@ -24,6 +24,7 @@ import {
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
+  type StatResult,
   type UploadFromBaseResponse,
   type XattrsResult,
 } from "../protocol/index.js";
@@ -511,8 +512,7 @@ export class Vfs {
       if (isDir !== false) return this.remember(path, this.dirAttr());
     }
     if (canStat(this.backend)) {
-      const backend = this.backend as unknown as { stat(p: string): import("../protocol/index.js").StatResult | Promise<import("../protocol/index.js").StatResult> };
-      const result = await this.call("stat", () => backend.stat(path));
+      const result = await this.statInBackend(path);
       if (result.error) throw backendError(result.error, `stat ${path}`);
       const stat = result.stat;
       if (!stat) {
@@ -535,6 +535,28 @@ export class Vfs {
     const bytes = this.pages.get(path, version) ?? (await this.download(path));
     this.pages.set(path, version, bytes);
     return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
+  }
+
+  private statInBackend(path: string): Promise<StatResult> {
+    const backend = this.backend as unknown as { stat(p: string): StatResult | Promise<StatResult> };
+    return this.call("stat", () => backend.stat(path));
+  }
+
+  /**
+   * The mtime to show for a file just uploaded: the one the backend reports from now on, so
+   * the time shown while the mount's attributes are cached equals the time after they expire
+   * (editors compare it: vim asks "changed since reading it?" on stdin). A backend without
+   * times (the Hub) has its new version shown at the time the mount gave it.
+   */
+  private async storedMtime(path: string, localMs: number): Promise<number> {
+    if (!canStat(this.backend)) return localMs;
+    const result = await this.statInBackend(path).catch(() => undefined);
+    const stat = result?.stat;
+    if (!stat || result.error || stat.is_dir) return localMs;
+    const ms = parseTime(stat.modified_at);
+    if (ms !== undefined) return ms;
+    if (stat.version) this.versionSeen.set(path, { version: stat.version, ms: localMs });
+    return localMs;
   }
 
   /**
@@ -761,7 +783,10 @@ export class Vfs {
         : await this.call("uploadFiles", () => backend.uploadFiles!([[path, bytes]]));
       if (!response) throw new FsError("EIO", `upload ${path}: no response`);
       if (response.error) throw backendError(response.error, `upload ${path}`);
-      if (file.changes === changes) file.dirty = false;
+      if (file.changes === changes) {
+        file.dirty = false;
+        file.mtimeMs = await this.storedMtime(path, file.mtimeMs);
+      }
       file.local = false;
       const version = `mount:${++this.localVersion}`;
       file.version = version;

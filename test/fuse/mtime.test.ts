@@ -1,0 +1,58 @@
+/**
+ * A file the mount wrote shows one mtime, before and after the attribute TTL: the time the
+ * mount shows while its own attributes are cached must be the one the backend reports once
+ * they expire. Editors compare it (vim's "file has been changed since reading it", which
+ * prompts on stdin and blocked saves when a save straddled the TTL).
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { ContextHubBackend } from "../../src/backends/context-hub.js";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { emulatorPool, hubClient } from "../hub/helpers.js";
+import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+import { createStandaloneState } from "./helpers/state-backend.js";
+
+const TTL_MS = 150;
+const pool = emulatorPool();
+let root: string;
+let m: TestMount;
+let composite: CompositeBackend;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), "backendfs-mtime-"));
+  const emu = await pool.start();
+  const hub = new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), writeBack: true, log: () => undefined });
+  composite = new CompositeBackend(createStandaloneState(), {
+    "/disk/": new FilesystemBackend({ rootDir: root, virtualMode: true }),
+    "/hub/": hub,
+  });
+  m = await mountForTest(composite, { vfs: { attrTimeoutMs: TTL_MS }, attrTimeoutSec: TTL_MS / 1000 });
+});
+
+afterAll(async () => {
+  await m?.close();
+  await composite?.close();
+  await pool.closeAll();
+  await rm(root, { recursive: true, force: true });
+});
+
+describe.each([
+  { name: "state", dir: "" },
+  { name: "filesystem route", dir: "/disk" },
+  { name: "Context Hub route (no times in its stat)", dir: "/hub" },
+])("mtime of a file the mount wrote: $name", ({ dir }) => {
+  it("is the same while cached and after the attribute TTL, until the file changes", async () => {
+    const where = m.dir + dir;
+    const stat = "stat -c %.9Y f.txt";
+    const out = await ok(`printf 'x\\n' > f.txt && ${stat} && sleep ${(TTL_MS * 4) / 1000} && ${stat} && sleep ${(TTL_MS * 4) / 1000} && ${stat}`, where);
+    const [written, afterTtl, later] = out.trim().split("\n");
+    expect(afterTtl).toBe(written);
+    expect(later).toBe(written);
+    // A real change still moves it.
+    const changed = await ok(`sleep 0.01 && printf 'yy\\n' > f.txt && sleep ${(TTL_MS * 4) / 1000} && ${stat}`, where);
+    expect(changed.trim()).not.toBe(written);
+  });
+});
