@@ -144,11 +144,9 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
     await check("py.bin", expected, true);
   });
 
-  // KNOWN BUG, skipped on the thread-state route only (it shows in the skipped count): after
-  // the tools above have run in this file, vim's save there blocks until vim is killed; the
-  // mount recovers once it is (reproduced in 4 of 5 full runs of this file; it passes alone,
-  // after the python test, and on every other route). Open in the mount issue.
-  it.skipIf(virt === "/s")("vim in ex mode edits and saves (swap file and backup rename)", async () => {
+  // vim compares the file's mtime before saving and asks on stdin when it moved: the mount
+  // must show one mtime before and after its attribute TTL (test/fuse/mtime.test.ts).
+  it("vim in ex mode edits and saves (swap file and backup rename)", async () => {
     const vim = `vim -E -s -N -u NONE -c 'set swapfile backup writebackup backupcopy=no' -c '%s/two/2/' -c 'wq' v.txt`;
     const local = await mkdtemp(path.join(tmpdir(), "backendfs-e2e-vim-"));
     try {

@@ -55,7 +55,8 @@ export interface ShResult {
  */
 export function sh(script: string, cwd: string, timeoutMs = 20_000, env: NodeJS.ProcessEnv = {}): Promise<ShResult> {
   return new Promise((resolve) => {
-    execFile(
+    // stdin at EOF: a tool that prompts (vim's "changed since reading it?") fails, never waits.
+    const child = execFile(
       "bash",
       ["-c", 'cd "$BACKENDFS_TEST_CWD" || exit 99\n' + script],
       { cwd: tmpdir(), timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 64 << 20, env: { ...process.env, LC_ALL: "C", BACKENDFS_TEST_CWD: cwd, ...env } },
@@ -64,6 +65,7 @@ export function sh(script: string, cwd: string, timeoutMs = 20_000, env: NodeJS.
         resolve({ code, stdout, stderr });
       },
     );
+    child.stdin?.end();
   });
 }
 
