@@ -3,7 +3,7 @@
  * daemon killed with -9 (restart recovers the stale mount; fsync'd data is kept; no file
  * is ever half-written).
  */
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -74,6 +74,24 @@ describe("backendfs mount: bad input", () => {
     const r = await runCli(["mount", mnt, "--root", root], { ...process.env, PATH: "/nonexistent" });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("apt-get install -y fuse3");
+  });
+
+  // bubblewrap (installed by scripts/setup.sh) gives the CLI a machine without the piece.
+  it("explains a machine without /dev/fuse", async () => {
+    const { root, mnt } = await dirs("nodev");
+    const r = await runCli(["mount", mnt, "--root", root], process.env, 20_000, ["bwrap", "--bind", "/", "/", "--dev", "/dev"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("/dev/fuse does not exist: load the kernel module (modprobe fuse)");
+    expect(await isMountPoint(mnt)).toBe(false);
+  });
+
+  it("names the package to install when libfuse 2 is missing", async () => {
+    const { root, mnt } = await dirs("nolib");
+    const lib = await realpath("/usr/lib/x86_64-linux-gnu/libfuse.so.2");
+    const r = await runCli(["mount", mnt, "--root", root], process.env, 20_000, ["bwrap", "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--ro-bind", "/dev/null", lib]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/libfuse 2 is not installed \(.*libfuse\.so\.2.*\)\. Install it with: apt-get install -y fuse3 libfuse2/);
+    expect(await isMountPoint(mnt)).toBe(false);
   });
 });
 

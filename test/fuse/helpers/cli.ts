@@ -26,8 +26,10 @@ export interface Daemon {
   exited: Promise<number | null>;
 }
 
-export function startCli(args: string[], env: NodeJS.ProcessEnv = process.env): Daemon {
-  const child = spawn(process.execPath, [cliBundle, ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
+/** `wrapper` runs the CLI inside another command (e.g. bwrap to take /dev/fuse away). */
+export function startCli(args: string[], env: NodeJS.ProcessEnv = process.env, wrapper: string[] = []): Daemon {
+  const [command, ...rest] = [...wrapper, process.execPath, cliBundle, ...args];
+  const child = spawn(command!, rest, { env, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
@@ -45,8 +47,8 @@ export async function waitMounted(daemon: Daemon, timeoutMs = 15_000): Promise<v
   throw new Error(`not mounted after ${timeoutMs} ms: ${daemon.stderr()}`);
 }
 
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 20_000): Promise<{ code: number | null; stderr: string }> {
-  const d = startCli(args, env);
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = process.env, timeoutMs = 20_000, wrapper: string[] = []): Promise<{ code: number | null; stderr: string }> {
+  const d = startCli(args, env, wrapper);
   const timer = setTimeout(() => d.child.kill("SIGKILL"), timeoutMs);
   const code = await d.exited;
   clearTimeout(timer);
