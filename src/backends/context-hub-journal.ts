@@ -1,6 +1,8 @@
 /**
- * The local journal of a Context Hub backend: changes not yet committed when the backend was
- * closed, written atomically and committed at the next start.
+ * The local journal of a Context Hub backend: the changes accepted but not yet committed,
+ * rewritten atomically whenever that set changes (before a write-back mutation is
+ * acknowledged) and committed at the next start, so that neither a close nor a kill -9 loses
+ * an acknowledged write while the Hub is slow or down.
  */
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs/promises";
@@ -23,6 +25,17 @@ export async function writeJournal(file: string, identifier: string, batch: Batc
   const tmp = `${file}.${randomUUID()}.tmp`;
   await fs.writeFile(tmp, JSON.stringify(body));
   await fs.rename(tmp, file);
+}
+
+/** Everything not committed: the batch in flight with the pending one after it. */
+export function uncommitted(inFlight: Batch | null, pending: Batch | null): Batch | null {
+  if (inFlight === null || pending === null) return inFlight ?? pending;
+  const batch: Batch = { changes: new Map(inFlight.changes), base: new Map(inFlight.base), seq: pending.seq, fromJournal: true };
+  for (const [key, content] of pending.changes) {
+    batch.changes.set(key, content);
+    if (!batch.base.has(key)) batch.base.set(key, pending.base.get(key) ?? null);
+  }
+  return batch;
 }
 
 /** The journaled batch, or undefined when there is none. */

@@ -45,7 +45,7 @@ import {
 } from "./context-hub-batch.js";
 import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
 import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
-import { journalPath, readJournal, removeJournal, writeJournal } from "./context-hub-journal.js";
+import { journalPath, readJournal, removeJournal, uncommitted, writeJournal } from "./context-hub-journal.js";
 import { ContentTimes } from "./context-hub-times.js";
 import { VersionContents } from "./context-hub-versions.js";
 import { globFiles, grepFiles, listChildren, readPage, TEXT_MIME_TYPE } from "./context-hub-view.js";
@@ -124,6 +124,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private readonly client: ContextHubClient;
   private readonly writeBack: boolean;
   private readonly journalFile: string | undefined;
+  private journaling: Promise<void> | null = null;
+  private journalStale = false;
   private readonly log: (line: string) => void;
 
   private durable: Snapshot | null = null;
@@ -273,7 +275,11 @@ export class ContextHubBackend implements BackendProtocolV2 {
       batch.changes.set(key, content);
     }
     batch.seq = ++this.acceptSeq;
-    if (this.writeBack) return [];
+    if (this.writeBack) {
+      // Acknowledged only once it is in the journal: a kill -9 before the commit loses nothing.
+      await this.journal();
+      return [];
+    }
     const seq = batch.seq;
     return new Promise<Conflict[]>((resolve, reject) => {
       this.waiters.push({ seq, paths: changes.map(([k]) => k), resolve, reject });
@@ -330,7 +336,28 @@ export class ContextHubBackend implements BackendProtocolV2 {
     const done = this.waiters.filter((w) => w.seq <= batch.seq);
     this.waiters = this.waiters.filter((w) => w.seq > batch.seq);
     for (const w of done) w.resolve(conflicts.filter((c) => w.paths.includes(c.path)));
-    if (batch.fromJournal && this.journalFile) await removeJournal(this.journalFile);
+    await this.journal().catch((error: unknown) => this.log(`journal: ${errorMessage(error)}`));
+  }
+
+  /**
+   * Rewrites the journal with what is not committed (removes it when nothing is). Calls made
+   * while a write is in flight share the next write, which includes their changes.
+   */
+  private journal(): Promise<void> {
+    const file = this.journalFile;
+    if (file === undefined) return Promise.resolve();
+    this.journalStale = true;
+    this.journaling ??= (async () => {
+      while (this.journalStale) {
+        this.journalStale = false;
+        const left = uncommitted(this.inFlight, this.pending);
+        if (left === null || left.changes.size === 0) await removeJournal(file);
+        else await writeJournal(file, this.identifier, left);
+      }
+    })().finally(() => {
+      this.journaling = null;
+    });
+    return this.journaling;
   }
 
   private combine(older: Batch, newer: Batch): Batch {
@@ -467,12 +494,13 @@ export class ContextHubBackend implements BackendProtocolV2 {
     this.closed = true;
     const left = this.pending;
     if (left === null || left.changes.size === 0) return outcome;
-    this.pending = null;
     if (this.journalFile !== undefined) {
-      await writeJournal(this.journalFile, this.identifier, left);
+      await this.journal();
+      this.pending = null;
       this.log(`${left.changes.size} uncommitted change(s) kept in ${this.journalFile}`);
       return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} change(s) kept in ${this.journalFile}` };
     }
+    this.pending = null;
     return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} uncommitted change(s) dropped` };
   }
 
