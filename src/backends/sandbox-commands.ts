@@ -99,15 +99,20 @@ export function parseReadOutput(output: string): ParsedRead {
 }
 
 /** Literal, recursive, with file names and line numbers; symlinks below the path not followed. */
+/**
+ * `-Z` ends each path with NUL, so a name holding `:12:` parses right; a grep without `-Z`
+ * (exit 2) is run again without it (exit 1, no match, runs it again: harmless).
+ */
 export function grepCommand(pattern: string, searchPath: string): string {
-  return `grep -rHnF -e ${shellQuote(pattern)} -- ${shellQuote(searchPath)} 2>/dev/null || true`;
+  const args = `-e ${shellQuote(pattern)} -- ${shellQuote(searchPath)} 2>/dev/null`;
+  return `grep -rHnFZ ${args} || grep -rHnF ${args} || true`;
 }
 
-/** `path:line:text` rows; the path ends at the first `:digits:`. */
+/** `path<NUL>line:text` rows (grep -Z), or `path:line:text` where the path ends at the first `:digits:`. */
 export function parseGrepOutput(output: string): Array<{ path: string; line: number; text: string }> {
   const rows: Array<{ path: string; line: number; text: string }> = [];
   for (const row of output.split("\n")) {
-    const match = /^(.*?):(\d+):(.*)$/s.exec(row);
+    const match = /^([^\0]*)\0(\d+):(.*)$/s.exec(row) ?? /^(.*?):(\d+):(.*)$/s.exec(row);
     if (match) rows.push({ path: match[1]!, line: Number(match[2]), text: match[3]! });
   }
   return rows;

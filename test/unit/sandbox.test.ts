@@ -183,6 +183,9 @@ describe("BaseSandbox over a real shell", () => {
     expect(capped.matches).toHaveLength(1);
     expect(await sandbox.grep("a\nb", root)).toEqual({ matches: [] });
     expect((await sandbox.grep("nothing", at("missing"))).matches).toEqual([]);
+    // A name that looks like grep's own `:line:` separator.
+    await put("odd:12:name.txt", "x\nneedle here: 3:\n");
+    expect((await sandbox.grep("needle here", root)).matches).toEqual([{ path: at("odd:12:name.txt"), line: 2, text: "needle here: 3:" }]);
   });
 
   it("glob: shared semantics over a find listing, directories included, full paths", async () => {
