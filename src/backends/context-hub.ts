@@ -51,6 +51,8 @@ import { VersionContents } from "./context-hub-versions.js";
 import { globFiles, grepFiles, listChildren, readPage, TEXT_MIME_TYPE } from "./context-hub-view.js";
 
 const COALESCE_MS = 50;
+/** In write-back mode a burst of writes extends the window up to this (fsync commits at once). */
+const MAX_COALESCE_MS = 1000;
 const MAX_CONFLICT_RETRIES = 3;
 const RETRY_BASE_MS = 1000;
 const RETRY_MAX_MS = 30_000;
@@ -135,6 +137,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private inFlight: Batch | null = null;
   private pushing: Promise<void> | null = null;
   private coalesceTimer: ReturnType<typeof setTimeout> | null = null;
+  /** When the pending batch took its first change. */
+  private pendingSince = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
   private waiters: Waiter[] = [];
   private acceptSeq = 0;
@@ -260,11 +264,11 @@ export class ContextHubBackend implements BackendProtocolV2 {
     if (this.pending === null) {
       this.pending = newBatch();
       this.pendingReady = false;
-      this.coalesceTimer = setTimeout(() => {
-        this.coalesceTimer = null;
-        this.pendingReady = true;
-        this.kick();
-      }, COALESCE_MS);
+      this.pendingSince = Date.now();
+      this.armCoalesce();
+    } else if (this.writeBack && this.coalesceTimer !== null) {
+      // Write-back (a mount): a burst (cp -r, tar x) waits for a pause, up to a limit.
+      this.armCoalesce();
     }
     const batch = this.pending;
     for (const [key, content] of changes) {
@@ -284,6 +288,17 @@ export class ContextHubBackend implements BackendProtocolV2 {
     return new Promise<Conflict[]>((resolve, reject) => {
       this.waiters.push({ seq, paths: changes.map(([k]) => k), resolve, reject });
     });
+  }
+
+  /** Commits the pending batch after COALESCE_MS without a new change, or MAX_COALESCE_MS after it opened. */
+  private armCoalesce(): void {
+    if (this.coalesceTimer) clearTimeout(this.coalesceTimer);
+    const wait = Math.max(0, Math.min(COALESCE_MS, this.pendingSince + MAX_COALESCE_MS - Date.now()));
+    this.coalesceTimer = setTimeout(() => {
+      this.coalesceTimer = null;
+      this.pendingReady = true;
+      this.kick();
+    }, wait);
   }
 
   /** Runs `accept` on the loaded view; Hub errors become values, others are thrown (deepagents). */

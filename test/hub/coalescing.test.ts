@@ -9,7 +9,7 @@ afterEach(async () => {
   await pool.closeAll();
 });
 
-describe("50 ms coalescing window", () => {
+describe("coalescing window", () => {
   it("mutations within 50 ms of the first form one commit; nothing is pushed before the window ends", async () => {
     const emu = await pool.start();
     const backend = new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), log: quiet });
@@ -30,6 +30,24 @@ describe("50 ms coalescing window", () => {
     await vi.advanceTimersByTimeAsync(1);
     await third;
     expect(emu.commitCount("repo")).toBe(2);
+  });
+
+  it("write-back (a mount): a burst waits for a 50 ms pause, at most 1 s after its first write", async () => {
+    const emu = await pool.start();
+    const backend = new ContextHubBackend("repo", { client: hubClient(emu, { retries: false }), writeBack: true, log: quiet });
+    await backend.ls("/");
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout", "Date"] });
+    // 40 writes 30 ms apart (1.2 s): one commit at the 1 s limit, the rest after the pause.
+    for (let i = 0; i < 40; i++) {
+      await backend.write(`/f${i}`, String(i));
+      await vi.advanceTimersByTimeAsync(30);
+      if (i === 32) expect(emu.commitCount("repo")).toBe(0);
+    }
+    await vi.advanceTimersByTimeAsync(60);
+    vi.useRealTimers();
+    expect(await backend.sync()).toEqual({});
+    expect(emu.commitCount("repo")).toBe(2);
+    expect(Object.keys(emu.store.pull("emulator", "repo").files)).toHaveLength(40);
   });
 
   it("mutations arriving during a push form the next batch", async () => {
