@@ -46,8 +46,11 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     // Errors other than the everyday ENOENT (and the kernel's xattr probes) still reach the log.
     const everyday = new Set(["ENOENT", "EEXIST", "ENOTEMPTY", "ENODATA"]);
     return wrap(ops, (name, args, err) => {
-      // Copying extended attributes (vim, cp -a, rsync -X) meets ENOTSUP on every save: expected.
-      const expected = err instanceof FsError && (everyday.has(err.code) || (name === "setxattr" && err.code === "ENOTSUP"));
+      // Copying extended attributes (vim, cp -a, rsync -X) meets ENOTSUP on every save, and
+      // git tries hard links and symlinks before falling back: expected, not worth a line.
+      const expected =
+        err instanceof FsError &&
+        (everyday.has(err.code) || (name === "setxattr" && err.code === "ENOTSUP") || (err.code === "EPERM" && (name === "link" || name === "symlink")));
       if (err !== undefined && !expected) {
         log(`${name} ${String(args[0])}: ${describe(err)}`);
       }

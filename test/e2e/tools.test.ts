@@ -40,7 +40,14 @@ const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 describe.each(targets)("tools on the embedded default: $name", { timeout: 240_000 }, ({ virt }) => {
   const dir = () => ws.mnt + virt;
-  const run = async (script: string, timeoutMs?: number) => (await okIn(dir(), script, timeoutMs)).toString("latin1");
+  const run = async (script: string, timeoutMs?: number) => {
+    try {
+      return (await okIn(dir(), script, timeoutMs)).toString("latin1");
+    } catch (err) {
+      // What the daemon logged (errors, timeouts) is the first thing to read when a tool fails.
+      throw new Error(`${(err as Error).message}\n--- daemon log (tail):\n${daemon.stderr().slice(-4000)}`);
+    }
+  };
 
   /**
    * The file's bytes through the mount and through a second process on the database must be
