@@ -9,7 +9,12 @@ import path from "node:path";
 import { Vfs, type VfsOptions } from "../vfs/index.js";
 import { FuseNativeTransport, loadFuseNative } from "./fuse-native-transport.js";
 import { createKernelOps } from "./ops.js";
+import { rawTransportRefusal } from "./raw/dev-fuse.js";
+import { RawTransport } from "./raw/raw-transport.js";
 import type { Transport } from "./transport.js";
+
+/** The kernel bridges `backendfs mount --transport` offers. */
+export type TransportName = "fuse-native" | "raw";
 
 export class MountError extends Error {
   override name = "MountError";
@@ -22,7 +27,7 @@ export interface MountOptions {
   vfs?: VfsOptions;
   /** Kernel entry/attribute TTL (seconds); defaults to the vfs attribute TTL. */
   attrTimeoutSec?: number;
-  /** Largest write request; 128 KiB is libfuse 2's ceiling. */
+  /** Largest write request; 128 KiB is libfuse 2's ceiling, 1 MiB the raw transport's. */
   maxWrite?: number;
   allowOther?: boolean;
   /** Mount over a directory that has entries (they are hidden while mounted). */
@@ -31,7 +36,8 @@ export interface MountOptions {
   verbose?: boolean;
   debug?: boolean;
   log?: (line: string) => void;
-  transport?: Transport;
+  /** fuse-native (libfuse 2, the default), raw (/dev/fuse from Node, root only), or an instance. */
+  transport?: TransportName | Transport;
 }
 
 export interface Mounted {
@@ -44,17 +50,18 @@ export interface Mounted {
 export async function mount(options: MountOptions): Promise<Mounted> {
   const mountPoint = path.resolve(options.mountPoint);
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
-  await checkFuseAvailable();
+  const transportName = typeof options.transport === "object" ? undefined : options.transport ?? "fuse-native";
+  if (transportName) await checkFuseAvailable(transportName);
   await prepareMountPoint(mountPoint, Boolean(options.nonEmpty), log);
 
   const vfs = new Vfs(options.backend, { ...options.vfs, log: options.vfs?.log ?? log });
   const attrTimeoutMs = options.vfs?.attrTimeoutMs ?? 1000;
   const backendTimeoutMs = options.vfs?.backendTimeoutMs ?? 10_000;
-  const transport = options.transport ?? new FuseNativeTransport();
+  const transport = typeof options.transport === "object" ? options.transport : transportName === "raw" ? new RawTransport() : new FuseNativeTransport();
   try {
     await transport.mount(mountPoint, createKernelOps(vfs, { verbose: options.verbose, log }), {
       attrTimeoutSec: options.attrTimeoutSec ?? attrTimeoutMs / 1000,
-      maxWrite: options.maxWrite ?? 131072,
+      maxWrite: options.maxWrite ?? (transportName === "raw" ? 1 << 20 : 131072),
       fsname: "backendfs",
       allowOther: Boolean(options.allowOther),
       // Above the vfs's backend timeout, so callers get the vfs's EIO, not ETIMEDOUT.
@@ -78,8 +85,8 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   };
 }
 
-/** /dev/fuse, fusermount and libfuse 2, each with the fix spelled out when missing. */
-export async function checkFuseAvailable(): Promise<void> {
+/** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */
+export async function checkFuseAvailable(transport: TransportName = "fuse-native"): Promise<void> {
   try {
     await fs.access("/dev/fuse", constants.R_OK | constants.W_OK);
   } catch (err) {
@@ -89,6 +96,11 @@ export async function checkFuseAvailable(): Promise<void> {
         ? "/dev/fuse does not exist: load the kernel module (modprobe fuse), or run the container with --device /dev/fuse --cap-add SYS_ADMIN"
         : `/dev/fuse is not accessible (${code}): make it mode 0666 or run as root`,
     );
+  }
+  if (transport === "raw") {
+    const refusal = rawTransportRefusal();
+    if (refusal) throw new MountError(refusal);
+    return;
   }
   if (!(await findOnPath("fusermount"))) {
     throw new MountError("fusermount is not installed: apt-get install -y fuse3 (it provides fusermount3 and the fusermount link)");

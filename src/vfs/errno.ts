@@ -22,6 +22,7 @@ export const Errno = {
   EFBIG: 27,
   ENOSPC: 28,
   EROFS: 30,
+  ERANGE: 34,
   ENAMETOOLONG: 36,
   ENOSYS: 38,
   ENOTEMPTY: 39,

@@ -6,7 +6,7 @@
 import picomatch from "picomatch";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
-import { isMountPoint, mount, MountError } from "../../fuse/index.js";
+import { isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
 import type { AccessCheck, AccessOperation } from "../../vfs/index.js";
 
 interface MountArgs {
@@ -19,6 +19,7 @@ interface MountArgs {
   "allow-other": boolean;
   "non-empty": boolean;
   verbose: boolean;
+  transport: TransportName;
 }
 
 /** What the config loader yields (src/config); only the fields the mount uses. */
@@ -42,6 +43,11 @@ export const mountCommand: CommandModule<object, MountArgs> = {
       .option("timeout", { type: "string", default: "10s", describe: "time limit of one backend call (then EIO)" })
       .option("allow-other", { type: "boolean", default: false, describe: "let other users access the mount" })
       .option("non-empty", { type: "boolean", default: false, describe: "allow mounting over a non-empty directory" })
+      .option("transport", {
+        choices: ["fuse-native", "raw"] as const,
+        default: "fuse-native" as const,
+        describe: "kernel bridge: fuse-native (libfuse 2) or raw (/dev/fuse spoken from Node; root only; 1 MiB requests, readdirplus, keep_cache)",
+      })
       .option("verbose", { alias: "v", type: "boolean", default: false, describe: "log every kernel operation to stderr" }) as unknown as Argv<MountArgs>,
   handler: async (argv: ArgumentsCamelCase<MountArgs>) => {
     const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
@@ -54,6 +60,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
         nonEmpty: argv["non-empty"],
         allowOther: argv["allow-other"],
         verbose: argv.verbose,
+        transport: argv.transport,
         log,
         vfs: {
           attrTimeoutMs,

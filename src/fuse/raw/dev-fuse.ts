@@ -1,0 +1,76 @@
+/**
+ * Opening /dev/fuse and mounting it as root: mount(8) gets the open descriptor as its fd 3
+ * (`-o fd=3`). Node opens files with O_CLOEXEC, so no other child inherits the descriptor.
+ * A detached watcher lazily unmounts if this process dies without unmounting (kill -9), the
+ * role libfuse's auto_unmount plays for the fuse-native transport.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { open, promises as fs } from "node:fs";
+import path from "node:path";
+
+export interface DevMountOptions {
+  fsname: string;
+  allowOther: boolean;
+  maxRead: number;
+}
+
+/** Why raw mounts need root: fusermount3 hands the descriptor over SCM_RIGHTS, which Node cannot receive. */
+export function rawTransportRefusal(): string | undefined {
+  if (process.getuid?.() === 0) return undefined;
+  return "--transport raw needs root: a non-root mount goes through fusermount3, which passes the /dev/fuse descriptor over a Unix socket (SCM_RIGHTS) that Node cannot receive; run as root or use --transport fuse-native";
+}
+
+/** A plain descriptor (a FileHandle would be closed when garbage collected). */
+export function openDevFuse(): Promise<number> {
+  return new Promise((resolve, reject) => open("/dev/fuse", "r+", (err, fd) => (err ? reject(err) : resolve(fd))));
+}
+
+export function mountDevFuse(fd: number, mountPoint: string, options: DevMountOptions): Promise<void> {
+  const opts = [
+    "fd=3",
+    "rootmode=40000",
+    `user_id=${process.getuid?.() ?? 0}`,
+    `group_id=${process.getgid?.() ?? 0}`,
+    "default_permissions",
+    `max_read=${options.maxRead}`,
+    ...(options.allowOther ? ["allow_other"] : []),
+  ].join(",");
+  return new Promise((resolve, reject) => {
+    const child = spawn("mount", ["-i", "-t", "fuse.backendfs", "-o", opts, options.fsname, mountPoint], { stdio: ["ignore", "ignore", "pipe", fd] });
+    let stderr = "";
+    child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`mount exited ${code}: ${stderr.trim()}`))));
+  });
+}
+
+/** The fuse connection id of a mount (its device minor), from this process's mount table. */
+export async function connectionOf(mountPoint: string): Promise<number | undefined> {
+  const table = await fs.readFile("/proc/self/mountinfo", "utf8");
+  for (const line of table.split("\n")) {
+    const fields = line.split(" ");
+    if (fields[4] === mountPoint && fields[2]?.startsWith("0:")) return Number(fields[2].slice(2));
+  }
+  return undefined;
+}
+
+/** Ends a connection whose mount is gone but still referenced: blocked readers get ENODEV. */
+export async function abortConnection(connection: number): Promise<void> {
+  await fs.writeFile(path.join("/sys/fs/fuse/connections", String(connection), "abort"), "1").catch(() => undefined);
+}
+
+export function lazyUmount(mountPoint: string): Promise<void> {
+  return new Promise((resolve) => execFile("umount", ["-l", mountPoint], () => resolve()));
+}
+
+/**
+ * A watcher that reads our end of a pipe: EOF (we died) with the mount point dead
+ * (stat fails: "Transport endpoint is not connected") unmounts it lazily.
+ */
+export function startUnmountGuard(mountPoint: string): ChildProcess {
+  const script = 'read _ ; stat "$1" >/dev/null 2>&1 || umount -l "$1"';
+  const guard = spawn("sh", ["-c", script, "backendfs-guard", mountPoint], { stdio: ["pipe", "ignore", "ignore"], detached: true });
+  guard.unref();
+  (guard.stdin as unknown as { unref?: () => void }).unref?.();
+  return guard;
+}

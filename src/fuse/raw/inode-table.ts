@@ -1,0 +1,99 @@
+/**
+ * The kernel's node ids over the vfs's paths. A node lives while the kernel holds lookups
+ * on it (LOOKUP, CREATE, MKDIR, READDIRPLUS add one; FORGET takes them back); renames move
+ * a node and everything under it; an unlinked node keeps its last path until forgotten.
+ */
+import { FUSE_ROOT_ID } from "./protocol.js";
+
+interface Node {
+  path: string;
+  lookups: number;
+  /** Open file handles on the node (an unlink of an open file hides it instead). */
+  opens: number;
+  /** The node's file was unlinked while open and lives on under a hidden name. */
+  hidden: boolean;
+}
+
+export class InodeTable {
+  private readonly nodes = new Map<number, Node>([[FUSE_ROOT_ID, { path: "/", lookups: 1, opens: 0, hidden: false }]]);
+  private readonly byPath = new Map<string, number>([["/", FUSE_ROOT_ID]]);
+  private nextId = FUSE_ROOT_ID + 1;
+
+  /** The path of a node the kernel names; ENOENT-worthy when it was forgotten. */
+  path(nodeid: number): string | undefined {
+    return this.nodes.get(nodeid)?.path;
+  }
+
+  nodeAt(path: string): number | undefined {
+    return this.byPath.get(path);
+  }
+
+  /** The node for a path, created if new, with one more kernel lookup on it. */
+  lookup(path: string): number {
+    let id = this.byPath.get(path);
+    if (id === undefined) {
+      id = this.nextId++;
+      this.nodes.set(id, { path, lookups: 0, opens: 0, hidden: false });
+      this.byPath.set(path, id);
+    }
+    this.nodes.get(id)!.lookups++;
+    return id;
+  }
+
+  forget(nodeid: number, count: number): void {
+    const node = this.nodes.get(nodeid);
+    if (!node || nodeid === FUSE_ROOT_ID) return;
+    node.lookups -= count;
+    if (node.lookups > 0 || node.opens > 0) return;
+    this.nodes.delete(nodeid);
+    if (this.byPath.get(node.path) === nodeid) this.byPath.delete(node.path);
+  }
+
+  opened(nodeid: number): void {
+    const node = this.nodes.get(nodeid);
+    if (node) node.opens++;
+  }
+
+  /** One handle closed; returns the hidden path to remove when it was the last one. */
+  released(nodeid: number): string | undefined {
+    const node = this.nodes.get(nodeid);
+    if (!node) return undefined;
+    node.opens = Math.max(0, node.opens - 1);
+    const hiddenPath = node.opens === 0 && node.hidden ? node.path : undefined;
+    if (node.opens === 0 && node.lookups <= 0) this.forget(nodeid, 0);
+    return hiddenPath;
+  }
+
+  isOpen(path: string): boolean {
+    const id = this.byPath.get(path);
+    return id !== undefined && (this.nodes.get(id)?.opens ?? 0) > 0;
+  }
+
+  /** The path no longer names the node (unlink, rmdir, replaced by a rename). */
+  unlinked(path: string): void {
+    this.byPath.delete(path);
+  }
+
+  /** An open file's node now lives under a hidden name (its path was unlinked). */
+  hide(path: string, hiddenPath: string): void {
+    const id = this.byPath.get(path);
+    if (id === undefined) return;
+    const node = this.nodes.get(id)!;
+    node.path = hiddenPath;
+    node.hidden = true;
+    this.byPath.delete(path);
+    this.byPath.set(hiddenPath, id);
+  }
+
+  /** A rename: the node at `from` and every node under it move to `to`. */
+  renamed(from: string, to: string): void {
+    this.byPath.delete(to);
+    const prefix = from === "/" ? "/" : from + "/";
+    for (const [id, node] of this.nodes) {
+      if (node.path !== from && !node.path.startsWith(prefix)) continue;
+      if (this.byPath.get(node.path) === id) this.byPath.delete(node.path);
+      node.path = to + node.path.slice(from.length);
+      this.byPath.set(node.path, id);
+    }
+  }
+}

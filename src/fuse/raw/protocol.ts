@@ -1,0 +1,256 @@
+/**
+ * The FUSE wire protocol (linux/fuse.h, 7.x), little-endian: opcodes, flags, and the
+ * encoders/decoders of the structs the raw transport uses. Struct offsets are in comments
+ * where they are not obvious; sizes are the kernel's for minor >= 23.
+ */
+import type { VfsStat, VfsStatfs } from "../../vfs/index.js";
+
+export const FUSE_KERNEL_VERSION = 7;
+/** The minor this implementation speaks (Debian 12's header); negotiated down to the kernel's. */
+export const FUSE_KERNEL_MINOR_VERSION = 38;
+export const FUSE_ROOT_ID = 1;
+
+export const Op = {
+  LOOKUP: 1, FORGET: 2, GETATTR: 3, SETATTR: 4, READLINK: 5, SYMLINK: 6, MKNOD: 8, MKDIR: 9,
+  UNLINK: 10, RMDIR: 11, RENAME: 12, LINK: 13, OPEN: 14, READ: 15, WRITE: 16, STATFS: 17,
+  RELEASE: 18, FSYNC: 20, SETXATTR: 21, GETXATTR: 22, LISTXATTR: 23, REMOVEXATTR: 24,
+  FLUSH: 25, INIT: 26, OPENDIR: 27, READDIR: 28, RELEASEDIR: 29, FSYNCDIR: 30, ACCESS: 34,
+  CREATE: 35, INTERRUPT: 36, DESTROY: 38, BATCH_FORGET: 42, READDIRPLUS: 44, RENAME2: 45,
+} as const;
+
+export const InitFlag = {
+  ASYNC_READ: 1 << 0,
+  ATOMIC_O_TRUNC: 1 << 3,
+  BIG_WRITES: 1 << 5,
+  AUTO_INVAL_DATA: 1 << 12,
+  DO_READDIRPLUS: 1 << 13,
+  WRITEBACK_CACHE: 1 << 16,
+  PARALLEL_DIROPS: 1 << 18,
+  MAX_PAGES: 1 << 22,
+} as const;
+
+export const OpenFlag = { KEEP_CACHE: 1 << 1, NOFLUSH: 1 << 5 } as const;
+
+export const Fattr = {
+  MODE: 1 << 0, UID: 1 << 1, GID: 1 << 2, SIZE: 1 << 3, ATIME: 1 << 4, MTIME: 1 << 5,
+  FH: 1 << 6, ATIME_NOW: 1 << 7, MTIME_NOW: 1 << 8,
+} as const;
+
+export const IN_HEADER_SIZE = 40;
+export const OUT_HEADER_SIZE = 16;
+export const ATTR_SIZE = 88;
+export const ENTRY_OUT_SIZE = 128;
+export const ATTR_OUT_SIZE = 104;
+export const OPEN_OUT_SIZE = 16;
+export const INIT_OUT_SIZE = 64;
+export const KSTATFS_SIZE = 80;
+export const DIRENT_SIZE = 24;
+export const RENAME_FLAG_NOREPLACE = 1;
+
+export interface InHeader {
+  len: number;
+  opcode: number;
+  unique: bigint;
+  nodeid: number;
+  uid: number;
+  gid: number;
+  pid: number;
+}
+
+export function decodeInHeader(buf: Buffer): InHeader {
+  return {
+    len: buf.readUInt32LE(0),
+    opcode: buf.readUInt32LE(4),
+    unique: buf.readBigUInt64LE(8),
+    nodeid: Number(buf.readBigUInt64LE(16)),
+    uid: buf.readUInt32LE(24),
+    gid: buf.readUInt32LE(28),
+    pid: buf.readUInt32LE(32),
+  };
+}
+
+export function encodeOutHeader(unique: bigint, error: number, payloadLength: number): Buffer {
+  const out = Buffer.alloc(OUT_HEADER_SIZE);
+  out.writeUInt32LE(OUT_HEADER_SIZE + payloadLength, 0);
+  out.writeInt32LE(error, 4);
+  out.writeBigUInt64LE(unique, 8);
+  return out;
+}
+
+/** The NUL-terminated names after a request's fixed part. */
+export function decodeNames(body: Buffer, count: number): string[] {
+  const names: string[] = [];
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const end = body.indexOf(0, at);
+    names.push(body.toString("utf8", at, end < 0 ? body.length : end));
+    at = end < 0 ? body.length : end + 1;
+  }
+  return names;
+}
+
+export interface InitIn {
+  major: number;
+  minor: number;
+  maxReadahead: number;
+  flags: number;
+}
+
+export function decodeInitIn(body: Buffer): InitIn {
+  return { major: body.readUInt32LE(0), minor: body.readUInt32LE(4), maxReadahead: body.readUInt32LE(8), flags: body.readUInt32LE(12) };
+}
+
+export interface InitOut {
+  minor: number;
+  maxReadahead: number;
+  flags: number;
+  maxBackground: number;
+  congestionThreshold: number;
+  maxWrite: number;
+  /** Timestamp granularity in ns (1 = nanoseconds). */
+  timeGran: number;
+  maxPages: number;
+}
+
+export function encodeInitOut(init: InitOut): Buffer {
+  const out = Buffer.alloc(INIT_OUT_SIZE);
+  out.writeUInt32LE(FUSE_KERNEL_VERSION, 0);
+  out.writeUInt32LE(init.minor, 4);
+  out.writeUInt32LE(init.maxReadahead, 8);
+  out.writeUInt32LE(init.flags >>> 0, 12);
+  out.writeUInt16LE(init.maxBackground, 16);
+  out.writeUInt16LE(init.congestionThreshold, 18);
+  out.writeUInt32LE(init.maxWrite, 20);
+  out.writeUInt32LE(init.timeGran, 24);
+  out.writeUInt16LE(init.maxPages, 28);
+  return out;
+}
+
+/** Seconds and nanoseconds of a millisecond time (fractions of a millisecond kept). */
+function splitMs(ms: number): [bigint, number] {
+  const sec = Math.floor(ms / 1000);
+  const nsec = Math.min(999_999_999, Math.round((ms - sec * 1000) * 1e6));
+  return [BigInt(sec), nsec];
+}
+
+function splitSec(sec: number): [bigint, number] {
+  const whole = Math.floor(sec);
+  return [BigInt(whole), Math.round((sec - whole) * 1e9)];
+}
+
+/** fuse_attr (88 bytes) at `at`. */
+export function writeAttr(out: Buffer, at: number, ino: number, s: VfsStat): void {
+  out.writeBigUInt64LE(BigInt(ino), at);
+  out.writeBigUInt64LE(BigInt(s.size), at + 8);
+  out.writeBigUInt64LE(BigInt(s.blocks), at + 16);
+  const times = [s.atime, s.mtime, s.ctime].map(splitMs);
+  times.forEach(([sec, nsec], i) => {
+    out.writeBigUInt64LE(sec, at + 24 + i * 8);
+    out.writeUInt32LE(nsec, at + 48 + i * 4);
+  });
+  out.writeUInt32LE(s.mode >>> 0, at + 60);
+  out.writeUInt32LE(s.nlink, at + 64);
+  out.writeUInt32LE(s.uid >>> 0, at + 68);
+  out.writeUInt32LE(s.gid >>> 0, at + 72);
+  out.writeUInt32LE(0, at + 76);
+  out.writeUInt32LE(s.blksize, at + 80);
+  out.writeUInt32LE(0, at + 84);
+}
+
+/** fuse_entry_out (128 bytes) at `at`; nodeid 0 = no entry (readdirplus's "." and ".."). */
+export function writeEntryOut(out: Buffer, at: number, nodeid: number, s: VfsStat, ttlSec: number): void {
+  const [sec, nsec] = splitSec(ttlSec);
+  out.writeBigUInt64LE(BigInt(nodeid), at);
+  out.writeBigUInt64LE(0n, at + 8);
+  out.writeBigUInt64LE(sec, at + 16);
+  out.writeBigUInt64LE(sec, at + 24);
+  out.writeUInt32LE(nsec, at + 32);
+  out.writeUInt32LE(nsec, at + 36);
+  writeAttr(out, at + 40, nodeid, s);
+}
+
+export function encodeEntryOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
+  const out = Buffer.alloc(ENTRY_OUT_SIZE);
+  writeEntryOut(out, 0, nodeid, s, ttlSec);
+  return out;
+}
+
+export function encodeAttrOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
+  const out = Buffer.alloc(ATTR_OUT_SIZE);
+  const [sec, nsec] = splitSec(ttlSec);
+  out.writeBigUInt64LE(sec, 0);
+  out.writeUInt32LE(nsec, 8);
+  writeAttr(out, 16, nodeid, s);
+  return out;
+}
+
+export function encodeOpenOut(fh: number, openFlags: number): Buffer {
+  const out = Buffer.alloc(OPEN_OUT_SIZE);
+  out.writeBigUInt64LE(BigInt(fh), 0);
+  out.writeUInt32LE(openFlags, 8);
+  return out;
+}
+
+export function encodeWriteOut(size: number): Buffer {
+  const out = Buffer.alloc(8);
+  out.writeUInt32LE(size, 0);
+  return out;
+}
+
+/** fuse_getxattr_out / the size-probe reply of GETXATTR and LISTXATTR. */
+export function encodeXattrSize(size: number): Buffer {
+  return encodeWriteOut(size);
+}
+
+export function encodeStatfs(s: VfsStatfs): Buffer {
+  const out = Buffer.alloc(KSTATFS_SIZE);
+  [s.blocks, s.bfree, s.bavail, s.files, s.ffree].forEach((v, i) => out.writeBigUInt64LE(BigInt(v), i * 8));
+  out.writeUInt32LE(s.bsize, 40);
+  out.writeUInt32LE(s.namemax, 44);
+  out.writeUInt32LE(s.frsize, 48);
+  return out;
+}
+
+/** Bytes a fuse_dirent record takes, 8-byte aligned. */
+export function direntSize(nameLength: number): number {
+  return (DIRENT_SIZE + nameLength + 7) & ~7;
+}
+
+/** fuse_dirent at `at`: ino, the cookie of the next entry, the name and its DT_ type. */
+export function writeDirent(out: Buffer, at: number, ino: number, nextOffset: number, name: Buffer, mode: number): number {
+  const size = direntSize(name.length);
+  out.fill(0, at, at + size);
+  out.writeBigUInt64LE(BigInt(ino), at);
+  out.writeBigUInt64LE(BigInt(nextOffset), at + 8);
+  out.writeUInt32LE(name.length, at + 16);
+  out.writeUInt32LE((mode >>> 12) & 0o17, at + 20);
+  name.copy(out, at + DIRENT_SIZE);
+  return size;
+}
+
+export interface SetattrIn {
+  valid: number;
+  fh: number;
+  size: number;
+  /** Milliseconds (nanoseconds kept as the fraction). */
+  atimeMs: number;
+  mtimeMs: number;
+  mode: number;
+  uid: number;
+  gid: number;
+}
+
+/** fuse_setattr_in (88 bytes). */
+export function decodeSetattrIn(body: Buffer): SetattrIn {
+  const ms = (secAt: number, nsecAt: number) => Number(body.readBigUInt64LE(secAt)) * 1000 + body.readUInt32LE(nsecAt) / 1e6;
+  return {
+    valid: body.readUInt32LE(0),
+    fh: Number(body.readBigUInt64LE(8)),
+    size: Number(body.readBigUInt64LE(16)),
+    atimeMs: ms(32, 56),
+    mtimeMs: ms(40, 60),
+    mode: body.readUInt32LE(68),
+    uid: body.readUInt32LE(76),
+    gid: body.readUInt32LE(80),
+  };
+}

@@ -1,0 +1,155 @@
+/**
+ * The Transport over the FUSE protocol on /dev/fuse, spoken from Node (no libfuse, no
+ * addon; reference/fuse-notes.md §7). What it buys over libfuse 2's high-level API is fewer
+ * and bigger requests: 1 MiB reads and writes, READDIRPLUS (no LOOKUP per listed entry),
+ * FOPEN_KEEP_CACHE decided like libfuse's auto_cache plus FUSE_AUTO_INVAL_DATA (a file's
+ * pages survive opens until its size or mtime changes), FOPEN_NOFLUSH on read-only opens,
+ * `security.*` xattr probes answered here, nanosecond and one-sided utimensat.
+ *
+ * Requests are read by a few concurrent fs.read calls (libuv threadpool) and dispatched on
+ * the event loop; each is answered exactly once, a thrown error becoming -errno.
+ */
+import type { ChildProcess } from "node:child_process";
+import { close, read, writevSync } from "node:fs";
+import { promises as fs } from "node:fs";
+import { errnoOf, FsError } from "../../vfs/index.js";
+import type { KernelOps, Transport, TransportOptions } from "../transport.js";
+import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
+import { BufferPool } from "./buffer-pool.js";
+import { RequestHandler } from "./request-handler.js";
+import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
+
+/** One request at most: a 1 MiB write plus its headers. */
+const MAX_WRITE = 1 << 20;
+const BUFFER_SIZE = MAX_WRITE + 4096;
+/** Requests larger than this keep their read buffer until answered; smaller ones are copied. */
+const COPY_LIMIT = 64 << 10;
+
+export class RawTransport implements Transport {
+  private fd = -1;
+  private mountPoint = "";
+  private connection: number | undefined;
+  private guard: ChildProcess | undefined;
+  private readers = 0;
+  private ended: Promise<void> = Promise.resolve();
+  private endReaders: () => void = () => undefined;
+  private handler: RequestHandler | undefined;
+  private readonly pool = new BufferPool(BUFFER_SIZE);
+
+  async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
+    const refusal = rawTransportRefusal();
+    if (refusal) throw new Error(refusal);
+    const maxWrite = Math.min(options.maxWrite, MAX_WRITE);
+    this.fd = await openDevFuse();
+    try {
+      await mountDevFuse(this.fd, mountPoint, { fsname: options.fsname, allowOther: options.allowOther, maxRead: maxWrite });
+    } catch (err) {
+      close(this.fd, () => undefined);
+      throw err;
+    }
+    this.mountPoint = mountPoint;
+    this.guard = startUnmountGuard(mountPoint);
+    this.connection = await connectionOf(mountPoint);
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, options.debug ? (line) => process.stderr.write(`fuse: ${line}\n`) : undefined);
+    this.handler = handler;
+    this.ended = new Promise((resolve) => (this.endReaders = resolve));
+    for (let i = 0; i < readerCount(); i++) this.startReader(handler);
+    await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
+    if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);
+  }
+
+  async unmount(): Promise<void> {
+    if (!this.handler) return;
+    this.handler = undefined;
+    await lazyUmount(this.mountPoint);
+    // An idle mount ends at once; one still referenced (a process inside) is aborted.
+    const ended = await withTimeout(this.ended, 3000, "").then(() => true, () => false);
+    if (!ended && this.connection !== undefined) {
+      await abortConnection(this.connection);
+      await withTimeout(this.ended, 3000, "").catch(() => undefined);
+    }
+    await new Promise((resolve) => close(this.fd, resolve));
+    this.guard?.kill();
+  }
+
+  private startReader(handler: RequestHandler): void {
+    this.readers++;
+    let buffer = this.pool.take();
+    const next = (): void =>
+      read(this.fd, buffer, 0, BUFFER_SIZE, null, (err, n) => {
+        if (err) {
+          const code = (err as NodeJS.ErrnoException).code;
+          // ENOENT: the request was interrupted before we read it. ENODEV: unmounted.
+          if (code === "EINTR" || code === "EAGAIN" || code === "ENOENT") return next();
+          if (code !== "ENODEV") process.stderr.write(`backendfs: /dev/fuse read failed: ${err.message}\n`);
+          if (--this.readers === 0) this.endReaders();
+          return;
+        }
+        let request: Buffer;
+        if (n > COPY_LIMIT) {
+          request = buffer.subarray(0, n);
+          buffer = this.pool.take();
+        } else {
+          request = Buffer.from(buffer.subarray(0, n));
+        }
+        next();
+        this.dispatch(handler, request);
+      });
+    next();
+  }
+
+  private dispatch(handler: RequestHandler, request: Buffer): void {
+    const header = decodeInHeader(request);
+    const body = request.subarray(IN_HEADER_SIZE, header.len);
+    const answer = handler.handle(header, body);
+    if (answer === undefined) return; // FORGET, BATCH_FORGET, INTERRUPT: no reply
+    let replied = false;
+    const reply = (error: number, payload: Buffer[]) => {
+      if (replied) return;
+      replied = true;
+      clearTimeout(timer);
+      this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
+    };
+    // The transport's own ceiling: a request never stays unanswered (the vfs times out sooner).
+    const timer = setTimeout(() => reply(-errnoOf(new FsError("ETIMEDOUT", "request timed out")), []), handler.requestTimeoutMs);
+    answer.then(
+      (payload) => {
+        reply(0, payload);
+        this.pool.recycle([request, ...payload]);
+      },
+      (err: unknown) => {
+        reply(-errnoOf(err), []);
+        this.pool.recycle([request]);
+      },
+    );
+  }
+
+  private write(buffers: Buffer[]): void {
+    try {
+      writevSync(this.fd, buffers);
+    } catch {
+      // ENOENT: the request was interrupted; ENODEV: the mount is gone. Nothing to answer.
+    }
+  }
+}
+
+/** Concurrent reads of /dev/fuse: each holds a libuv threadpool thread while it waits. */
+function readerCount(): number {
+  const pool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
+  return Math.max(1, Math.min(4, pool - 2));
+}
+
+/** The kernel caps readahead at 128 KiB; sequential reads then come in 1 MiB requests. */
+async function raiseReadahead(connection: number, bytes: number): Promise<void> {
+  await fs.writeFile(`/sys/class/bdi/0:${connection}/read_ahead_kb`, String(bytes >> 10)).catch(() => undefined);
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number, message: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(message)), ms);
+    promise.then(
+      (v) => (clearTimeout(timer), resolve(v)),
+      (e: unknown) => (clearTimeout(timer), reject(e instanceof Error ? e : new Error(String(e)))),
+    );
+  });
+}

@@ -1,0 +1,356 @@
+/**
+ * One FUSE request -> KernelOps calls -> the reply payload. Node ids become paths through
+ * the inode table; an unlink or rename over a file still open hides it under a
+ * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
+ */
+import { FsError, type VfsStat } from "../../vfs/index.js";
+import type { KernelOps, TransportOptions } from "../transport.js";
+import type { BufferPool } from "./buffer-pool.js";
+import { InodeTable } from "./inode-table.js";
+import {
+  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeOpenOut,
+  encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, OpenFlag, Op,
+  RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
+} from "./protocol.js";
+
+type Reply = Promise<Buffer[]>;
+
+const O_ACCMODE = 3;
+const O_TRUNC = 0o1000;
+const S_IFDIR = 0o040000;
+/** libfuse's ino for a listed entry the kernel has not looked up. */
+const UNKNOWN_INO = 0xffffffff;
+const WANTED_FLAGS =
+  InitFlag.ASYNC_READ | InitFlag.ATOMIC_O_TRUNC | InitFlag.BIG_WRITES | InitFlag.AUTO_INVAL_DATA |
+  InitFlag.DO_READDIRPLUS | InitFlag.PARALLEL_DIROPS | InitFlag.MAX_PAGES;
+
+interface Listed {
+  name: Buffer;
+  path: string;
+  mode: number;
+  /** Exact attributes (READDIRPLUS only). */
+  stat: VfsStat | undefined;
+}
+
+export class RequestHandler {
+  readonly initialized: Promise<void>;
+  readonly requestTimeoutMs: number;
+  private markInitialized: () => void = () => undefined;
+  private readonly inodes = new InodeTable();
+  /** Listings of open directories, read once at offset 0 (a stable snapshot for the cookies). */
+  private readonly listings = new Map<number, Listed[]>();
+  /** The size and mtime the kernel last saw per node: an open keeps the page cache if unchanged. */
+  private readonly seen = new Map<number, string>();
+  private nextDirHandle = 1;
+  private hiddenCount = 0;
+  private readonly ttl: number;
+
+  constructor(
+    private readonly ops: KernelOps,
+    private readonly options: TransportOptions,
+    private readonly pool: BufferPool,
+    private readonly debug?: (line: string) => void,
+  ) {
+    this.ttl = options.attrTimeoutSec;
+    this.requestTimeoutMs = options.requestTimeoutMs;
+    this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
+  }
+
+  /** The reply's payload, or undefined for requests that get no reply. */
+  handle(h: InHeader, body: Buffer): Reply | undefined {
+    this.debug?.(`op ${h.opcode} node ${h.nodeid} unique ${h.unique}`);
+    switch (h.opcode) {
+      case Op.FORGET:
+        this.forget(h.nodeid, Number(body.readBigUInt64LE(0)));
+        return undefined;
+      case Op.BATCH_FORGET:
+        for (let i = 0, count = body.readUInt32LE(0); i < count; i++) {
+          this.forget(Number(body.readBigUInt64LE(8 + i * 16)), Number(body.readBigUInt64LE(16 + i * 16)));
+        }
+        return undefined;
+      case Op.INTERRUPT:
+        return undefined;
+    }
+    try {
+      return this.run(h, body);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
+
+  private run(h: InHeader, body: Buffer): Reply {
+    if (h.opcode === Op.INIT) return this.init(body);
+    if (h.opcode === Op.DESTROY) return none();
+    const path = this.pathOf(h.nodeid);
+    const child = (name: string) => (path === "/" ? `/${name}` : `${path}/${name}`);
+    const fh = () => Number(body.readBigUInt64LE(0));
+    switch (h.opcode) {
+      case Op.LOOKUP:
+        return this.entry(child(decodeNames(body, 1)[0]!));
+      case Op.GETATTR:
+        return this.ops.getattr(path).then((s) => [encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), this.ttl)]);
+      case Op.SETATTR:
+        return this.setattr(h.nodeid, path, body);
+      case Op.OPEN:
+        return this.open(h.nodeid, path, body.readUInt32LE(0));
+      case Op.CREATE:
+        return this.create(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(4));
+      case Op.READ:
+        return this.read(path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16));
+      case Op.WRITE:
+        return this.ops
+          .write(path, fh(), body.subarray(40, 40 + body.readUInt32LE(16)), body.readUInt32LE(16), Number(body.readBigUInt64LE(8)))
+          .then((n) => [encodeWriteOut(n)]);
+      case Op.FLUSH:
+        return this.ops.flush(path, fh()).then(none);
+      case Op.FSYNC:
+        return this.ops.fsync(path, fh(), (body.readUInt32LE(8) & 1) !== 0).then(none);
+      case Op.RELEASE:
+        return this.release(h.nodeid, path, fh());
+      case Op.OPENDIR:
+        return Promise.resolve([encodeOpenOut(this.nextDirHandle++, 0)]);
+      case Op.READDIR:
+      case Op.READDIRPLUS:
+        return this.readdir(path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
+      case Op.RELEASEDIR:
+        this.listings.delete(fh());
+        return none();
+      case Op.FSYNCDIR:
+        return none();
+      case Op.STATFS:
+        return this.ops.statfs(path).then((s) => [encodeStatfs(s)]);
+      case Op.ACCESS:
+        return this.ops.access(path, body.readUInt32LE(0)).then(none);
+      case Op.MKDIR: {
+        const target = child(decodeNames(body.subarray(8), 1)[0]!);
+        return this.ops.mkdir(target, body.readUInt32LE(0)).then(() => this.entry(target));
+      }
+      case Op.UNLINK:
+        return this.unlink(child(decodeNames(body, 1)[0]!));
+      case Op.RMDIR: {
+        const target = child(decodeNames(body, 1)[0]!);
+        return this.ops.rmdir(target).then(() => (this.inodes.unlinked(target), []));
+      }
+      case Op.RENAME:
+        return this.rename(path, body.subarray(8), Number(body.readBigUInt64LE(0)), 0);
+      case Op.RENAME2:
+        return this.rename(path, body.subarray(16), Number(body.readBigUInt64LE(0)), body.readUInt32LE(8));
+      case Op.LINK:
+        return this.ops.link(this.pathOf(Number(body.readBigUInt64LE(0))), child(decodeNames(body.subarray(8), 1)[0]!)).then(none);
+      case Op.SYMLINK: {
+        const [name, target] = decodeNames(body, 2);
+        return this.ops.symlink(target!, child(name!)).then(none);
+      }
+      case Op.MKNOD:
+        return this.ops.mknod(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(0), body.readUInt32LE(4)).then(none);
+      case Op.READLINK:
+        return this.ops.readlink(path).then((target) => [Buffer.from(target, "utf8")]);
+      case Op.GETXATTR:
+        return this.getxattr(path, decodeNames(body.subarray(8), 1)[0]!, body.readUInt32LE(0));
+      case Op.LISTXATTR:
+        return this.ops.listxattr(path).then((names) => sized(Buffer.from(names.map((n) => `${n}\0`).join(""), "utf8"), body.readUInt32LE(0)));
+      case Op.SETXATTR:
+        return this.ops.setxattr(path, decodeNames(body.subarray(8), 1)[0]!).then(none);
+      case Op.REMOVEXATTR:
+        return this.ops.removexattr(path, decodeNames(body, 1)[0]!).then(none);
+      default:
+        return Promise.reject(new FsError("ENOSYS", `opcode ${h.opcode}`));
+    }
+  }
+
+  private pathOf(nodeid: number): string {
+    const path = this.inodes.path(nodeid);
+    if (path === undefined) throw new FsError("ENOENT", `node ${nodeid} was forgotten`);
+    return path;
+  }
+
+  private forget(nodeid: number, count: number): void {
+    this.inodes.forget(nodeid, count);
+    if (this.inodes.path(nodeid) === undefined) this.seen.delete(nodeid);
+  }
+
+  private init(body: Buffer): Reply {
+    const kernel = decodeInitIn(body);
+    if (kernel.major !== 7) return Promise.reject(new FsError("EIO", `FUSE protocol ${kernel.major}.${kernel.minor} is not 7.x`));
+    this.markInitialized();
+    const init = encodeInitOut({
+      minor: Math.min(kernel.minor, FUSE_KERNEL_MINOR_VERSION),
+      maxReadahead: kernel.maxReadahead,
+      flags: kernel.flags & WANTED_FLAGS,
+      maxBackground: 64,
+      congestionThreshold: 48,
+      maxWrite: this.options.maxWrite,
+      timeGran: 1,
+      maxPages: Math.ceil(this.options.maxWrite / 4096),
+    });
+    return Promise.resolve([init]);
+  }
+
+  /** A name the kernel will cache: its attributes and one more lookup on its node. */
+  private async entry(path: string): Promise<Buffer[]> {
+    const stat = await this.ops.getattr(path);
+    const nodeid = this.inodes.lookup(path);
+    return [encodeEntryOut(nodeid, this.saw(nodeid, stat), this.ttl)];
+  }
+
+  private saw(nodeid: number, stat: VfsStat): VfsStat {
+    this.seen.set(nodeid, `${stat.size}:${stat.mtime}`);
+    return stat;
+  }
+
+  private async setattr(nodeid: number, path: string, body: Buffer): Promise<Buffer[]> {
+    const set = decodeSetattrIn(body);
+    if (set.valid & Fattr.MODE) await this.ops.chmod(path, set.mode);
+    if (set.valid & (Fattr.UID | Fattr.GID)) {
+      await this.ops.chown(path, set.valid & Fattr.UID ? set.uid : -1, set.valid & Fattr.GID ? set.gid : -1);
+    }
+    if (set.valid & Fattr.SIZE) {
+      if (set.valid & Fattr.FH) await this.ops.ftruncate(path, set.fh, set.size);
+      else await this.ops.truncate(path, set.size);
+    }
+    const times = Fattr.ATIME | Fattr.MTIME | Fattr.ATIME_NOW | Fattr.MTIME_NOW;
+    if (set.valid & times) {
+      // One side may be left as it is (UTIME_OMIT): the vfs takes both, so keep the current one.
+      const current = (set.valid & times) === times ? undefined : await this.ops.getattr(path);
+      const now = Date.now();
+      const pick = (given: number, value: number, nowFlag: number, old: number | undefined) =>
+        set.valid & nowFlag ? now : set.valid & given ? value : old ?? now;
+      await this.ops.utimens(path, pick(Fattr.ATIME, set.atimeMs, Fattr.ATIME_NOW, current?.atime), pick(Fattr.MTIME, set.mtimeMs, Fattr.MTIME_NOW, current?.mtime));
+    }
+    const stat = await this.ops.getattr(path);
+    return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttl)];
+  }
+
+  private async open(nodeid: number, path: string, flags: number): Promise<Buffer[]> {
+    const fh = await this.ops.open(path, flags);
+    this.inodes.opened(nodeid);
+    // libfuse's auto_cache: the kernel's pages stay valid while size and mtime are unchanged.
+    const before = this.seen.get(nodeid);
+    const stat = await this.ops.getattr(path).catch(() => undefined);
+    const unchanged = stat !== undefined && before === `${stat.size}:${stat.mtime}`;
+    if (stat) this.saw(nodeid, stat);
+    const readOnly = (flags & O_ACCMODE) === 0 && (flags & O_TRUNC) === 0;
+    return [encodeOpenOut(fh, (unchanged ? OpenFlag.KEEP_CACHE : 0) | (readOnly ? OpenFlag.NOFLUSH : 0))];
+  }
+
+  private async create(path: string, mode: number): Promise<Buffer[]> {
+    const fh = await this.ops.create(path, mode);
+    const [entry] = await this.entry(path);
+    this.inodes.opened(this.inodes.nodeAt(path)!);
+    return [entry!, encodeOpenOut(fh, 0)];
+  }
+
+  private async read(path: string, fh: number, offset: number, size: number): Promise<Buffer[]> {
+    const data = size <= this.pool.size ? this.pool.take() : Buffer.allocUnsafe(size);
+    const n = await this.ops.read(path, fh, data, size, offset);
+    return [data.subarray(0, n)];
+  }
+
+  private async release(nodeid: number, path: string, fh: number): Promise<Buffer[]> {
+    try {
+      await this.ops.release(path, fh);
+    } finally {
+      const hiddenPath = this.inodes.released(nodeid);
+      if (hiddenPath !== undefined) await this.ops.unlink(hiddenPath).catch(() => undefined);
+    }
+    return [];
+  }
+
+  private async readdir(path: string, fh: number, offset: number, size: number, plus: boolean): Promise<Buffer[]> {
+    let listed = this.listings.get(fh);
+    if (!listed || offset === 0) {
+      listed = await this.list(path, plus);
+      this.listings.set(fh, listed);
+    }
+    const out = Buffer.alloc(size);
+    let used = 0;
+    for (let i = offset; i < listed.length; i++) {
+      const { name, path: entryPath, mode, stat } = listed[i]!;
+      const need = (plus ? ENTRY_OUT_SIZE : 0) + direntSize(name.length);
+      if (used + need > size) break;
+      let ino = this.inodes.nodeAt(entryPath) ?? UNKNOWN_INO;
+      if (plus) {
+        // Only exact attributes become an entry the kernel keeps (one more lookup on the
+        // node); "." and ".." and names that vanished meanwhile go as node 0 (no entry).
+        const nodeid = stat ? this.inodes.lookup(entryPath) : 0;
+        if (stat) ino = nodeid;
+        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, this.ttl);
+        used += ENTRY_OUT_SIZE;
+      }
+      used += writeDirent(out, used, ino, i + 1, name, mode);
+    }
+    return [out.subarray(0, used)];
+  }
+
+  /**
+   * A directory's names with "." and "..". For READDIRPLUS every name's attributes come
+   * from getattr: the listing's own are placeholders (size 0) for entries not yet stat'ed.
+   */
+  private async list(path: string, plus: boolean): Promise<Listed[]> {
+    const entries = await this.ops.readdir(path);
+    const prefix = path === "/" ? "/" : `${path}/`;
+    const named = entries.map((e) => ({ name: Buffer.from(e.name, "utf8"), path: prefix + e.name, mode: e.stat.mode, stat: undefined as VfsStat | undefined }));
+    if (plus) {
+      await Promise.all(named.map(async (entry) => (entry.stat = await this.ops.getattr(entry.path).catch(() => undefined))));
+    }
+    const parent = path === "/" ? "/" : path.slice(0, path.lastIndexOf("/")) || "/";
+    return [
+      { name: Buffer.from("."), path, mode: S_IFDIR, stat: undefined },
+      { name: Buffer.from(".."), path: parent, mode: S_IFDIR, stat: undefined },
+      ...named,
+    ];
+  }
+
+  private async unlink(path: string): Promise<Buffer[]> {
+    if (this.inodes.isOpen(path)) await this.hide(path);
+    else {
+      await this.ops.unlink(path);
+      this.inodes.unlinked(path);
+    }
+    return [];
+  }
+
+  /** An open file loses its name but stays readable and writable through its handles. */
+  private async hide(path: string): Promise<void> {
+    const nodeid = this.inodes.nodeAt(path)!;
+    const dir = path.slice(0, path.lastIndexOf("/"));
+    const hidden = `${dir}/.fuse_hidden${nodeid.toString(16).padStart(8, "0")}${(this.hiddenCount++).toString(16).padStart(8, "0")}`;
+    await this.ops.rename(path, hidden);
+    this.inodes.hide(path, hidden);
+  }
+
+  private async rename(fromDir: string, names: Buffer, toDirNode: number, flags: number): Promise<Buffer[]> {
+    const [fromName, toName] = decodeNames(names, 2);
+    const toDir = this.pathOf(toDirNode);
+    const from = fromDir === "/" ? `/${fromName}` : `${fromDir}/${fromName}`;
+    const to = toDir === "/" ? `/${toName}` : `${toDir}/${toName}`;
+    if (flags & ~RENAME_FLAG_NOREPLACE) throw new FsError("EINVAL", `rename flags ${flags}`);
+    if (flags & RENAME_FLAG_NOREPLACE) {
+      const exists = await this.ops.getattr(to).then(() => true, () => false);
+      if (exists) throw new FsError("EEXIST", to);
+    }
+    if (from !== to && this.inodes.isOpen(to)) await this.hide(to);
+    await this.ops.rename(from, to);
+    this.inodes.renamed(from, to);
+    return [];
+  }
+
+  private async getxattr(path: string, name: string, size: number): Promise<Buffer[]> {
+    // The kernel asks for security.capability before writes; the vfs serves user.backendfs.* only.
+    if (name.startsWith("security.")) throw new FsError("ENODATA", name);
+    return sized(await this.ops.getxattr(path, name), size);
+  }
+}
+
+const NO_STAT: VfsStat = { mode: S_IFDIR, size: 0, nlink: 2, uid: 0, gid: 0, atime: 0, mtime: 0, ctime: 0, blksize: 4096, blocks: 0 };
+
+function none(): Promise<Buffer[]> {
+  return Promise.resolve([]);
+}
+
+/** A size probe (size 0) gets the length; a buffer too small, ERANGE. */
+function sized(value: Buffer, size: number): Buffer[] {
+  if (size === 0) return [encodeXattrSize(value.length)];
+  if (value.length > size) throw new FsError("ERANGE", `${value.length} bytes do not fit in ${size}`);
+  return [value];
+}
