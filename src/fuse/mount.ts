@@ -87,6 +87,8 @@ export async function mount(options: MountOptions): Promise<Mounted> {
 
 /** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */
 export async function checkFuseAvailable(transport: TransportName = "fuse-native"): Promise<void> {
+  const refusal = transport === "raw" ? rawTransportRefusal() : undefined;
+  if (refusal) throw new MountError(refusal);
   try {
     await fs.access("/dev/fuse", constants.R_OK | constants.W_OK);
   } catch (err) {
@@ -97,11 +99,7 @@ export async function checkFuseAvailable(transport: TransportName = "fuse-native
         : `/dev/fuse is not accessible (${code}): make it mode 0666 or run as root`,
     );
   }
-  if (transport === "raw") {
-    const refusal = rawTransportRefusal();
-    if (refusal) throw new MountError(refusal);
-    return;
-  }
+  if (transport === "raw") return;
   if (!(await findOnPath("fusermount"))) {
     throw new MountError("fusermount is not installed: apt-get install -y fuse3 (it provides fusermount3 and the fusermount link)");
   }

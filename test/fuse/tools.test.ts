@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { createStandaloneState } from "./helpers/state-backend.js";
-import { mountForTest, ok, sh, type TestMount } from "./helpers/mount.js";
+import { mountForTest, ok, sh, TRANSPORTS, type TestMount } from "./helpers/mount.js";
 
 interface Target {
   name: string;
@@ -38,7 +38,9 @@ const targets: Target[] = [
   },
 ];
 
-describe.each(targets)("tools on a mount: $name", (target) => {
+const cases = targets.flatMap((target) => TRANSPORTS.map((transport) => ({ ...target, transport })));
+
+describe.each(cases)("tools on a mount: $name ($transport transport)", (target) => {
   let m: TestMount;
   let backend: Awaited<ReturnType<Target["backend"]>>["backend"];
   let cleanup: () => Promise<void>;
@@ -46,7 +48,7 @@ describe.each(targets)("tools on a mount: $name", (target) => {
 
   beforeAll(async () => {
     ({ backend, cleanup } = await target.backend());
-    m = await mountForTest(backend);
+    m = await mountForTest(backend, { transport: target.transport });
     cwd = m.dir + target.sub;
   });
   afterAll(async () => {
@@ -181,7 +183,7 @@ describe.each(targets)("tools on a mount: $name", (target) => {
     const before = await run(manifest);
     expect(before.split("\n").length).toBeGreaterThan(20);
     await m.close();
-    m = await mountForTest(backend);
+    m = await mountForTest(backend, { transport: target.transport });
     cwd = m.dir + target.sub;
     expect(await run(manifest)).toBe(before);
     expect(await run("cd repo && git log --format=%s")).toBe("second\nfirst\n");

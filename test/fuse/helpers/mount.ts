@@ -8,7 +8,15 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { lazyUnmount, mount, type Mounted, type MountOptions } from "../../../src/fuse/index.js";
+import { lazyUnmount, mount, type Mounted, type MountOptions, type TransportName } from "../../../src/fuse/index.js";
+
+/** Both kernel bridges, for suites that run on each (raw needs root). */
+export const TRANSPORTS: TransportName[] = ["fuse-native", "raw"];
+
+/** The transport a test mounts with unless it names one: BACKENDFS_TEST_TRANSPORT, else fuse-native. */
+export function defaultTestTransport(): TransportName {
+  return process.env.BACKENDFS_TEST_TRANSPORT === "raw" ? "raw" : "fuse-native";
+}
 
 export interface TestMount extends Mounted {
   dir: string;
@@ -18,7 +26,7 @@ export interface TestMount extends Mounted {
 export async function mountForTest(backend: MountOptions["backend"], options: Partial<MountOptions> = {}): Promise<TestMount> {
   const dir = await mkdtemp(path.join(tmpdir(), "backendfs-mnt-"));
   const logs: string[] = [];
-  const mounted = await mount({ mountPoint: dir, backend, log: (l) => logs.push(l), ...options });
+  const mounted = await mount({ mountPoint: dir, backend, log: (l) => logs.push(l), transport: defaultTestTransport(), ...options });
   let closed = false;
   return {
     ...mounted,
