@@ -11,8 +11,13 @@
  * and a fresh mount; warm = the same again. Every workload runs in a child process; this
  * process only spawns and times them.
  *
+ * `--transports fuse-native,raw` runs the mount targets once per kernel bridge (each on its
+ * own fresh backends), columns side by side: fs/state for fuse-native, fs-raw/state-raw for
+ * the raw /dev/fuse transport (root only).
+ *
  * usage: node scripts/bench/mount.mjs [--no-build] [--size-mib 256] [--files 2000] [--keep]
- *        [--only disk,fs,state] [--verbose-log FILE (mount with -v, op counts per phase)]
+ *        [--only disk,fs,state] [--transports fuse-native,raw]
+ *        [--verbose-log FILE (mount with -v, op counts per phase)]
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
@@ -33,6 +38,10 @@ const STATE_SEQ_MIB = Number(option("--state-seq-mib", "16"));
 /** The state route's small-file and tree count (its per-call cost grows with the thread's size). */
 const STATE_FILES = Number(option("--state-files", "200"));
 const ONLY = option("--only", "disk,fs,state").split(",");
+const TRANSPORTS = option("--transports", "fuse-native").split(",");
+/** A mount target's column name: fs/state on fuse-native, fs-raw/state-raw on raw. */
+const targetKey = (route, transport) => (transport === "fuse-native" ? route : `${route}-${transport}`);
+const routeOf = (key) => key.split("-")[0];
 const VERBOSE_LOG = option("--verbose-log", "");
 
 const work = mkdtempSync(path.join(tmpdir(), "backendfs-bench-"));
@@ -46,7 +55,11 @@ const dirs = {
 };
 for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
 /** Where each target's files live. */
-const targets = { disk: dirs.disk, fs: path.join(dirs.mnt, "fs"), state: path.join(dirs.mnt, "bench") };
+const targets = { disk: dirs.disk };
+for (const t of TRANSPORTS) {
+  targets[targetKey("fs", t)] = path.join(dirs.mnt, "fs");
+  targets[targetKey("state", t)] = path.join(dirs.mnt, "bench");
+}
 
 // ---------------------------------------------------------------- processes
 
@@ -80,20 +93,27 @@ async function dropCaches() {
 
 let daemon;
 let daemonLog = "";
-const configFile = path.join(work, "mount.yaml");
-writeFileSync(
-  configFile,
-  [
-    "# The embedded default's state route plus a FilesystemBackend route.",
-    `default: { type: state, checkpointer: "sqlite:${dirs.state}/agent.db", thread: main }`,
-    "routes:",
-    `  /fs/: { type: filesystem, rootDir: "${dirs.fsroot}", maxFileSizeMb: 4096 }`,
-    "",
-  ].join("\n"),
-);
+let transport = TRANSPORTS[0];
+/** One config per transport: each mounts fresh backends of its own. */
+function configFile(t) {
+  const file = path.join(work, `mount-${t}.yaml`);
+  mkdirSync(`${dirs.state}-${t}`, { recursive: true });
+  mkdirSync(`${dirs.fsroot}-${t}`, { recursive: true });
+  writeFileSync(
+    file,
+    [
+      "# The embedded default's state route plus a FilesystemBackend route.",
+      `default: { type: state, checkpointer: "sqlite:${dirs.state}-${t}/agent.db", thread: main }`,
+      "routes:",
+      `  /fs/: { type: filesystem, rootDir: "${dirs.fsroot}-${t}", maxFileSizeMb: 4096 }`,
+      "",
+    ].join("\n"),
+  );
+  return file;
+}
 
 async function startMount() {
-  const argv = [path.join(repo, "dist/cli/main.js"), "mount", dirs.mnt, "-c", configFile, "--cache-size", "1GiB", "--timeout", "120s"];
+  const argv = [path.join(repo, "dist/cli/main.js"), "mount", dirs.mnt, "-c", configFile(transport), "--transport", transport, "--cache-size", "1GiB", "--timeout", "120s"];
   if (VERBOSE_LOG) argv.push("-v");
   daemonLog = "";
   const child = spawn(process.execPath, argv, { cwd: work, stdio: ["ignore", "ignore", "pipe"] });
@@ -242,8 +262,9 @@ async function benchTarget(target, files, treeSrc) {
   process.stderr.write(`${target}: ${base}\n`);
   const n = files === FILES ? "" : ` (${files} files)`;
   // The disk runs each size once: 256 MiB beside the fs route, the state size beside the state route.
-  if (target === "fs" || (target === "disk" && files === FILES)) await sequential(target, base, fresh, SIZE_MIB, false);
-  if (target === "state" || (target === "disk" && files !== FILES)) await sequential(target, base, fresh, STATE_SEQ_MIB, true);
+  const route = routeOf(target);
+  if (route === "fs" || (target === "disk" && files === FILES)) await sequential(target, base, fresh, SIZE_MIB, false);
+  if (route === "state" || (target === "disk" && files !== FILES)) await sequential(target, base, fresh, STATE_SEQ_MIB, true);
 
   // Small files, timed inside python.
   const small = await attempt(`small files (python total)${n}`, target, () =>
@@ -284,14 +305,21 @@ async function main() {
   notes.push(`tree: ${tree.files} files, ${(tree.bytes / 1e6).toFixed(1)} MB of node_modules sources (state route: ${treeSmall.files} files, ${(treeSmall.bytes / 1e6).toFixed(1)} MB)`);
   const checks = {};
   const plan = [
-    ["disk", FILES, dirs.tree],
-    ...(ONLY.includes("state") ? [["disk", STATE_FILES, dirs.treeSmall]] : []),
-    ["fs", FILES, dirs.tree],
-    ["state", STATE_FILES, dirs.treeSmall],
+    ["disk", FILES, dirs.tree, undefined],
+    ...(ONLY.includes("state") ? [["disk", STATE_FILES, dirs.treeSmall, undefined]] : []),
+    ...TRANSPORTS.flatMap((t) => [
+      ["fs", FILES, dirs.tree, t],
+      ["state", STATE_FILES, dirs.treeSmall, t],
+    ]),
   ];
-  for (const [target, files, treeSrc] of plan) {
-    if (!ONLY.includes(target)) continue;
-    if (target !== "disk" && !daemon) await startMount();
+  for (const [route, files, treeSrc, t] of plan) {
+    if (!ONLY.includes(route)) continue;
+    if (t !== undefined && t !== transport) {
+      await stopMount();
+      transport = t;
+    }
+    if (route !== "disk" && !daemon) await startMount();
+    const target = t === undefined ? route : targetKey(route, t);
     checks[`${target} ${files} files`] = await benchTarget(target, files, treeSrc);
   }
   await stopMount();
@@ -303,7 +331,8 @@ async function main() {
 function printTable() {
   const fmt = (s) => (s === undefined ? "-" : Number.isNaN(s) ? "fail" : s < 10 ? s.toFixed(3) : s.toFixed(1));
   const ratio = (m, d) => (m === undefined || d === undefined ? "-" : (m / d).toFixed(2));
-  const header = ["workload", "disk s", "fs-route s", "fs/disk", "state s", "state/disk", "target (time ratio)", "met fs/state"];
+  const mounts = Object.keys(targets).filter((k) => k !== "disk" && ONLY.includes(routeOf(k)));
+  const header = ["workload", "disk s", ...mounts.flatMap((k) => [`${k} s`, `${k}/disk`]), "target (time ratio)", `met ${mounts.join("/")}`];
   const lines = [header];
   for (const [row, t] of rows) {
     const target = TARGETS.find(([name]) => row.startsWith(name));
@@ -311,12 +340,9 @@ function printTable() {
     lines.push([
       row,
       fmt(t.disk),
-      fmt(t.fs),
-      ratio(t.fs, t.disk),
-      fmt(t.state),
-      ratio(t.state, t.disk),
+      ...mounts.flatMap((k) => [fmt(t[k]), ratio(t[k], t.disk)]),
       target ? `≤${target[1].toFixed(2)} (${target[2]})` : "",
-      target ? `${met(t.fs)}/${met(t.state)}` : "",
+      target ? mounts.map((k) => met(t[k])).join("/") : "",
     ]);
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i].length)));

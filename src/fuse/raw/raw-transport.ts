@@ -4,7 +4,7 @@
  * and bigger requests: 1 MiB reads and writes, READDIRPLUS (no LOOKUP per listed entry),
  * FOPEN_KEEP_CACHE decided like libfuse's auto_cache plus FUSE_AUTO_INVAL_DATA (a file's
  * pages survive opens until its size or mtime changes), FOPEN_NOFLUSH on read-only opens,
- * `security.*` xattr probes answered here, nanosecond and one-sided utimensat.
+ * xattr probes other than `user.*` answered here, nanosecond and one-sided utimensat.
  *
  * Requests are read by a few concurrent fs.read calls (libuv threadpool) and dispatched on
  * the event loop; each is answered exactly once, a thrown error becoming -errno.

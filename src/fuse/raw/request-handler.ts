@@ -336,8 +336,9 @@ export class RequestHandler {
   }
 
   private async getxattr(path: string, name: string, size: number): Promise<Buffer[]> {
-    // The kernel asks for security.capability before writes; the vfs serves user.backendfs.* only.
-    if (name.startsWith("security.")) throw new FsError("ENODATA", name);
+    // The kernel asks for security.capability before every write and ls -l for ACLs and
+    // SELinux labels: the vfs serves user.* names only, so the others end here.
+    if (!name.startsWith("user.")) throw new FsError("ENODATA", name);
     return sized(await this.ops.getxattr(path, name), size);
   }
 }
