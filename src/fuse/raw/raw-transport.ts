@@ -6,33 +6,31 @@
  * pages survive opens until its size or mtime changes), FOPEN_NOFLUSH on read-only opens,
  * xattr probes other than `user.*` answered here, nanosecond and one-sided utimensat.
  *
- * Requests are read by a few concurrent fs.read calls (libuv threadpool) and dispatched on
- * the event loop; each is answered exactly once, a thrown error becoming -errno.
+ * Requests are read by a worker thread (device-reader.ts) and dispatched on the event loop;
+ * each is answered exactly once, a thrown error becoming -errno; replies are written from
+ * the loop.
  */
 import type { ChildProcess } from "node:child_process";
-import { close, read, writevSync } from "node:fs";
+import { close, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
 import { BufferPool } from "./buffer-pool.js";
+import { startDeviceReader, type DeviceReader } from "./device-reader.js";
 import { RequestHandler } from "./request-handler.js";
 import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
 
 /** One request at most: a 1 MiB write plus its headers. */
 const MAX_WRITE = 1 << 20;
 const BUFFER_SIZE = MAX_WRITE + 4096;
-/** Requests larger than this keep their read buffer until answered; smaller ones are copied. */
-const COPY_LIMIT = 64 << 10;
 
 export class RawTransport implements Transport {
   private fd = -1;
   private mountPoint = "";
   private connection: number | undefined;
   private guard: ChildProcess | undefined;
-  private readers = 0;
   private ended: Promise<void> = Promise.resolve();
-  private endReaders: () => void = () => undefined;
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
 
@@ -52,8 +50,8 @@ export class RawTransport implements Transport {
     this.connection = await connectionOf(mountPoint);
     const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, options.debug ? (line) => process.stderr.write(`fuse: ${line}\n`) : undefined);
     this.handler = handler;
-    this.ended = new Promise((resolve) => (this.endReaders = resolve));
-    for (let i = 0; i < readerCount(); i++) this.startReader(handler);
+    const reader = startDeviceReader(this.fd, BUFFER_SIZE, (request) => this.dispatch(handler, request, reader), (line) => process.stderr.write(`backendfs: ${line}\n`));
+    this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);
   }
@@ -72,37 +70,12 @@ export class RawTransport implements Transport {
     this.guard?.kill();
   }
 
-  private startReader(handler: RequestHandler): void {
-    this.readers++;
-    let buffer = this.pool.take();
-    const next = (): void =>
-      read(this.fd, buffer, 0, BUFFER_SIZE, null, (err, n) => {
-        if (err) {
-          const code = (err as NodeJS.ErrnoException).code;
-          // ENOENT: the request was interrupted before we read it. ENODEV: unmounted.
-          if (code === "EINTR" || code === "EAGAIN" || code === "ENOENT") return next();
-          if (code !== "ENODEV") process.stderr.write(`backendfs: /dev/fuse read failed: ${err.message}\n`);
-          if (--this.readers === 0) this.endReaders();
-          return;
-        }
-        let request: Buffer;
-        if (n > COPY_LIMIT) {
-          request = buffer.subarray(0, n);
-          buffer = this.pool.take();
-        } else {
-          request = Buffer.from(buffer.subarray(0, n));
-        }
-        next();
-        this.dispatch(handler, request);
-      });
-    next();
-  }
-
-  private dispatch(handler: RequestHandler, request: Buffer): void {
+  private dispatch(handler: RequestHandler, request: Buffer, reader: DeviceReader): void {
     const header = decodeInHeader(request);
     const body = request.subarray(IN_HEADER_SIZE, header.len);
     const answer = handler.handle(header, body);
-    if (answer === undefined) return; // FORGET, BATCH_FORGET, INTERRUPT: no reply
+    const done = () => reader.recycle(request.buffer as ArrayBuffer);
+    if (answer === undefined) return done(); // FORGET, BATCH_FORGET, INTERRUPT: no reply
     let replied = false;
     const reply = (error: number, payload: Buffer[]) => {
       if (replied) return;
@@ -115,11 +88,12 @@ export class RawTransport implements Transport {
     answer.then(
       (payload) => {
         reply(0, payload);
-        this.pool.recycle([request, ...payload]);
+        this.pool.recycle(payload);
+        done();
       },
       (err: unknown) => {
         reply(-errnoOf(err), []);
-        this.pool.recycle([request]);
+        done();
       },
     );
   }
@@ -131,12 +105,6 @@ export class RawTransport implements Transport {
       // ENOENT: the request was interrupted; ENODEV: the mount is gone. Nothing to answer.
     }
   }
-}
-
-/** Concurrent reads of /dev/fuse: each holds a libuv threadpool thread while it waits. */
-function readerCount(): number {
-  const pool = Number(process.env.UV_THREADPOOL_SIZE) || 4;
-  return Math.max(1, Math.min(4, pool - 2));
 }
 
 /** The kernel caps readahead at 128 KiB; sequential reads then come in 1 MiB requests. */
