@@ -1,7 +1,8 @@
 /**
- * Reused 1 MiB buffers for big requests and READ replies. A fresh large Buffer is new
- * anonymous memory, and its first touch costs page faults (about 4 ms per MiB on the
- * development VM): allocating one per request capped writes at about 100 MB/s.
+ * Reused 1 MiB buffers for READ replies. A fresh large Buffer is new anonymous memory, and
+ * its first touch costs page faults (about 4 ms per MiB on the development VM): one per
+ * request capped 1 MiB transfers at about 100 MB/s. (Request buffers are reused the same
+ * way by the device reader.)
  */
 export class BufferPool {
   private readonly free: Buffer[] = [];
