@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # fuse3 gives fusermount (libfuse2 and fuse-native call it); libfuse2 is what fuse-native
 # links; patch, make, g++ and python3 rebuild fuse-native with the utimens fix (its headers come
 # bundled, so no libfuse-dev); the rest serve grep, tests (vim, git, rsync, attr, fio) and PostgreSQL.
-DEBIAN_PACKAGES=(fuse3 libfuse2 patch make g++ python3 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps)
+DEBIAN_PACKAGES=(fuse3 libfuse2 patch make g++ python3 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps strace)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do

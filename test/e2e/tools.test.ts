@@ -13,6 +13,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliCat, createWorkspace, okIn, shIn, startMount, startReader, type Daemon, type Reader, type Workspace } from "./helpers/daemon.js";
 
+/** Runs a tool and, if it hangs, reports where (test/support/run-watched.sh). */
+const WATCHED = path.resolve(import.meta.dirname, "../support/run-watched.sh");
+
 let ws: Workspace;
 let daemon: Daemon;
 let reader: Reader;
@@ -154,7 +157,7 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
   // vim compares the file's mtime before saving and asks on stdin when it moved: the mount
   // must show one mtime before and after its attribute TTL (test/fuse/mtime.test.ts).
   it("vim in ex mode edits and saves (swap file and backup rename)", async () => {
-    const vim = `vim -E -s -N -u NONE -c 'set swapfile backup writebackup backupcopy=no' -c '%s/two/2/' -c 'wq' v.txt`;
+    const vim = `sh ${WATCHED} 40 vim -E -s -N -u NONE -c 'set swapfile backup writebackup backupcopy=no' -c '%s/two/2/' -c 'wq' v.txt`;
     const local = await mkdtemp(path.join(tmpdir(), "backendfs-e2e-vim-"));
     try {
       const script = `printf 'line one\\nline two\\n' > v.txt && ${vim} && ls -a | grep -v '^\\.*$' | grep '^v\\.\\|\\.sw.$' || true`;

@@ -12,6 +12,9 @@ import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { createStandaloneState } from "./helpers/state-backend.js";
 import { mountForTest, ok, sh, TRANSPORTS, type TestMount } from "./helpers/mount.js";
 
+/** Runs a tool and, if it hangs, reports where (test/support/run-watched.sh). */
+const WATCHED = path.resolve(import.meta.dirname, "../support/run-watched.sh");
+
 interface Target {
   name: string;
   backend: () => Promise<{ backend: ConstructorParameters<typeof CompositeBackend>[0]; cleanup: () => Promise<void> }>;
@@ -145,7 +148,7 @@ describe.each(cases)("tools on a mount: $name ($transport transport)", (target) 
 
   it("vim in ex mode edits and saves (swap file and backup)", async () => {
     await run("printf 'line one\\nline two\\n' > v.txt");
-    await run(`vim -E -s -N -u NONE -c 'set swapfile backup writebackup backupcopy=no' -c '%s/two/2/' -c 'wq' v.txt`, 30_000);
+    await run(`sh ${WATCHED} 25 vim -E -s -N -u NONE -c 'set swapfile backup writebackup backupcopy=no' -c '%s/two/2/' -c 'wq' v.txt`, 30_000);
     expect(await run("cat v.txt")).toBe("line one\nline 2\n");
     expect(await inBackend("v.txt")).toBe("line one\nline 2\n");
     expect((await sh("ls -a | grep -c '\\.swp$'", cwd)).stdout.trim()).toBe("0");
