@@ -178,7 +178,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         ? Buffer.from(content, "utf8")
         : fileDataToBytes(createWriteFileData(filePath, content));
       if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
-      await this.writeFile(target.hostPath, bytes, target.missing ? null : undefined);
+      await this.writeFile(target.hostPath, bytes, modeOf(target));
       return { path: filePath, filesUpdate: null };
     } catch (error) {
       return { error: `Error writing file '${filePath}': ${describeFsError(error)}` };
@@ -301,7 +301,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
           continue;
         }
         const target = await this.paths.resolve(filePath, { followLeaf: true });
-        await this.writeFile(target.hostPath, content, target.missing ? null : undefined);
+        await this.writeFile(target.hostPath, content, modeOf(target));
         responses.push({ path: filePath, error: null });
       } catch (error) {
         responses.push({ path: filePath, error: toFileOperationError(error) });
@@ -349,7 +349,9 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   async stat(filePath: string): Promise<StatResult> {
     try {
       const target = await this.paths.resolve(filePath, { followLeaf: true });
-      const stat = await fs.stat(target.hostPath);
+      // Resolving found nothing there: no second look (every create starts with this stat).
+      if (target.missing) return {};
+      const stat = target.stat ?? (await fs.stat(target.hostPath));
       const is_dir = stat.isDirectory();
       const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
       return {
@@ -492,4 +494,9 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   private tooLarge(filePath: string, bytes: number): string {
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
   }
+}
+
+/** The permission bits a write keeps: none for a new file, known when resolving took the stat, else found out by the write. */
+function modeOf(target: ResolvedPath): number | null | undefined {
+  return target.missing ? null : target.stat ? target.stat.mode & 0o7777 : undefined;
 }
