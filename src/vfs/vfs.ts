@@ -93,6 +93,11 @@ export class Vfs {
    * read the file in the same open (an editor that read it, then truncates and rewrites).
    */
   private readonly served = new LRUCache<string, { version: string; base: string }>({ max: 200_000 });
+  /**
+   * Names a kernel lookup just found missing: the kernel looks a name up right before it
+   * creates it, and create takes that answer instead of asking the backend again.
+   */
+  private readonly lookedUpMissing: LRUCache<string, true>;
   private readonly files = new Map<string, OpenFile>();
   private readonly handles = new Map<number, Handle>();
   private nextHandle = 1;
@@ -117,6 +122,7 @@ export class Vfs {
     const ttl = Math.max(1, this.options.attrTimeoutMs);
     this.attrs = new LRUCache<string, Attr>({ max: 200_000, ttl });
     this.listings = new LRUCache<string, Listing>({ max: 20_000, ttl });
+    this.lookedUpMissing = new LRUCache<string, true>({ max: 10_000, ttl });
     const routes = (this.backend as { routePrefixes?: unknown }).routePrefixes;
     if (Array.isArray(routes)) {
       for (const route of routes) {
@@ -137,7 +143,12 @@ export class Vfs {
   // ---- attributes and directories ----
 
   async getattr(path: string): Promise<VfsStat> {
-    return this.toStat(path, await this.attr(path));
+    try {
+      return this.toStat(path, await this.attr(path));
+    } catch (err) {
+      if (err instanceof FsError && err.code === "ENOENT") this.lookedUpMissing.set(path, true);
+      throw err;
+    }
   }
 
   async access(path: string, _mode: number): Promise<void> {
@@ -184,7 +195,7 @@ export class Vfs {
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
-    const existed = this.files.has(path) || (await this.exists(path));
+    const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
     const file = this.acquire(path);
     if (!existed) {
       file.base = null;
@@ -385,6 +396,7 @@ export class Vfs {
     this.forget(to);
     if (fromAttr.isDir) {
       this.attrs.clear();
+      this.lookedUpMissing.clear();
       this.listings.clear();
     } else {
       this.addToListing(to, false);
@@ -468,6 +480,7 @@ export class Vfs {
   invalidate(paths: string[] | "all" = "all"): void {
     if (paths === "all") {
       this.attrs.clear();
+      this.lookedUpMissing.clear();
       this.listings.clear();
       this.pages.clear();
       return;
@@ -609,6 +622,13 @@ export class Vfs {
     return attr;
   }
 
+  /** Whether a lookup within the TTL found `path` missing and nothing the mount did since says otherwise (consumed). */
+  private takeLookedUpMissing(path: string): boolean {
+    const missing = this.lookedUpMissing.get(path) === true && !this.attrs.has(path) && !this.implicitDirs.has(path);
+    this.lookedUpMissing.delete(path);
+    return missing;
+  }
+
   private async exists(path: string): Promise<boolean> {
     try {
       await this.attr(path);
@@ -656,6 +676,7 @@ export class Vfs {
   /** Drops what the caches know about a path (not its parent listing entry). */
   private forget(path: string): void {
     this.attrs.delete(path);
+    this.lookedUpMissing.delete(path);
     this.pages.drop(path);
     this.lsInfo.delete(path);
     this.listings.get(parentOf(path))?.delete(basenameOf(path));
@@ -916,6 +937,7 @@ export class Vfs {
       if (changed === "all") {
         // Pages are keyed by version: a changed file misses anyway, an unchanged one is kept.
         this.attrs.clear();
+        this.lookedUpMissing.clear();
         this.listings.clear();
       } else {
         this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
