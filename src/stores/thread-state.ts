@@ -236,8 +236,14 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   }
 
   private async view(): Promise<FilesMap> {
-    const committed = (await this.committed())?.files ?? {};
-    // Reads never modify the map: with nothing pending, the committed one serves as is (no copy per stat).
+    return this.withOurWrites((await this.committed())?.files ?? {});
+  }
+
+  /**
+   * The committed map with our in-flight and pending writes on top. Reads and planners never
+   * modify the map: with nothing of ours on top, the committed one serves as is (no copy per call).
+   */
+  private withOurWrites(committed: FilesMap): FilesMap {
     if (isEmpty(this.inFlight) && isEmpty(this.pending)) return committed;
     return mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
   }
@@ -252,8 +258,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.enqueue(async () => {
       if (this.unconfirmed.tip !== undefined) await this.reconcileSafely();
       const committed = (await this.checkpoints.files())?.files ?? {};
-      const files = mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
-      const { result, update } = plan(files);
+      const { result, update } = plan(this.withOurWrites(committed));
       if (update) {
         for (const key of Object.keys(update)) {
           if (!this.baseVersions.has(key)) this.baseVersions.set(key, versionOf(committed[key]));

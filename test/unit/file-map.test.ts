@@ -197,6 +197,23 @@ describe("glob", () => {
 });
 
 describe("planners", () => {
+  it("never modify the map they plan against (ThreadStateBackend hands them its cached checkpoint)", () => {
+    const files: FilesMap = Object.freeze({
+      "/a.txt": Object.freeze(text("alpha")),
+      "/d/b.txt": Object.freeze(text("beta")),
+    });
+    const before = JSON.stringify(files);
+    planWrite(files, "/a.txt", "new");
+    planWrite(files, "/c.txt", "new");
+    planEdit(files, "/a.txt", "alpha", "omega");
+    planDelete(files, "/a.txt");
+    planDelete(files, "/d");
+    planUpload(files, [["/a.txt", new Uint8Array([1])], ["/e.bin", new Uint8Array([2])]]);
+    planRename(files, "/a.txt", "/d/b.txt");
+    planRename(files, "/d", "/x");
+    expect(JSON.stringify(files)).toBe(before);
+  });
+
   it("write creates, overwrites (keeping created_at) and never mutates", () => {
     const files: FilesMap = { "/a.txt": text("old", "2020-01-01T00:00:00.000Z") };
     const planned = planWrite(files, "a.txt", "new");
