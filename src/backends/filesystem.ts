@@ -218,8 +218,11 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (located.hostPath === path.parse(located.hostPath).root) {
         return { error: `Error deleting '${filePath}': refusing to delete the filesystem root` };
       }
+      // The entry itself (through its resolved parent, not followed) is looked at while the
+      // parent is resolved: one wait instead of two.
+      const entry = located.hostPath === this.cwd ? undefined : fs.lstat(located.hostPath).catch(() => undefined);
       const target = await this.paths.resolve(filePath, { followLeaf: false });
-      const stat = await fs.lstat(target.hostPath).catch(() => undefined);
+      const stat = await (entry ?? fs.lstat(target.hostPath).catch(() => undefined));
       if (!stat) return { error: `Error: '${filePath}' not found` };
       if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
       else await fs.unlink(target.hostPath);

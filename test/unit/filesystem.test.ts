@@ -233,9 +233,12 @@ describe("FilesystemBackend: fixes", () => {
     expect((await b.grep("written", "/linkdir")).matches).toEqual([{ path: "/linkdir/target.txt", line: 1, text: "written" }]);
     expect((await b.downloadFiles(["/link.txt"]))[0]!.content).toEqual(new TextEncoder().encode("written"));
     expect((await b.glob("*.txt")).files?.map((f) => f.path)).toEqual(["/link.txt"]);
-    // delete removes the link, never the target
+    // delete removes the link, never the target; through an in-root linked directory, the entry
     expect((await b.delete("/link.txt")).error).toBeUndefined();
     expect(await disk("real/target.txt")).toBe("written");
+    expect((await b.delete("/linkdir/target.txt")).error).toBeUndefined();
+    await expect(fs.stat(path.join(root, "real/target.txt"))).rejects.toThrow();
+    expect((await fs.lstat(path.join(root, "linkdir"))).isSymbolicLink()).toBe(true);
   });
 
   it("(c) symlinks leaving the root are refused for every operation", async () => {
@@ -259,6 +262,8 @@ describe("FilesystemBackend: fixes", () => {
     expect((await b.glob("**/*")).files).toEqual([]);
     expect((await b.grep("secret")).matches).toEqual([]);
     expect((await b.grep("secret", "/out")).matches).toEqual([]);
+    expect((await b.delete("/out/secret.txt")).error).toContain("resolves outside root directory");
+    expect((await b.delete("/out/missing.txt")).error).toContain("resolves outside root directory");
     // deleting the link itself is fine and leaves the target alone
     expect((await b.delete("/x")).error).toBeUndefined();
     expect(await fs.readFile(path.join(outside, "secret.txt"), "utf8")).toBe("secret");
