@@ -4,10 +4,10 @@
  * content already seen keeps its time, so a file's mtime moves when its content does and
  * never when a pending write becomes a commit (editors compare mtimes before saving).
  */
-import { LRUCache } from "lru-cache";
+import { boundedLru } from "../protocol/index.js";
 
 export class ContentTimes {
-  private readonly seen = new LRUCache<string, { content: string; ms: number }>({ max: 200_000 });
+  private readonly seen = boundedLru<string, { content: string; ms: number }>(200_000);
 
   /** The time `content` was first seen at `key` (now, if it is new there). */
   timeOf(key: string, content: string): number {

@@ -9,13 +9,14 @@
  * content of a path, so that a token always names exactly one content.
  */
 import { LRUCache } from "lru-cache";
+import { boundedLru } from "../protocol/index.js";
 
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 
 export class VersionContents {
   private readonly contents: LRUCache<string, string>;
   /** The token minted for a path's current uncommitted content. */
-  private readonly pendingTokens = new LRUCache<string, { content: string; token: string }>({ max: 100_000 });
+  private readonly pendingTokens = boundedLru<string, { content: string; token: string }>(100_000);
   private minted = 0;
 
   constructor(maxBytes = DEFAULT_MAX_BYTES) {

@@ -53,3 +53,4 @@ export {
   type Planned,
   type PlannedEntry,
 } from "./file-map.js";
+export { boundedLru } from "./bounded-lru.js";

@@ -4,10 +4,11 @@
  * backend's atomic `rename` or copy-then-delete, a page cache keyed by version and an
  * attribute/directory cache with a TTL. Methods throw FsError; transports turn it into errno.
  */
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
 import {
   adaptBackendProtocol,
   basenameOf,
+  boundedLru,
   canMkdir,
   canRename,
   canRenameFromBase,
@@ -85,14 +86,14 @@ export class Vfs {
   private readonly pinnedDirs = new Set<string>();
   private readonly overlays = new Map<string, Overlay>();
   /** The last ls entry seen per path (size and time for stat-less backends). */
-  private readonly lsInfo = new LRUCache<string, FileInfo>({ max: 200_000 });
-  private readonly versionSeen = new LRUCache<string, { version: string; ms: number }>({ max: 200_000 });
+  private readonly lsInfo = boundedLru<string, FileInfo>(200_000);
+  private readonly versionSeen = boundedLru<string, { version: string; ms: number }>(200_000);
   /**
    * Per path, the version of the content the mount last served to a reader (or stored) and
    * the backend version it derives from: the merge base of a save by a writer that did not
    * read the file in the same open (an editor that read it, then truncates and rewrites).
    */
-  private readonly served = new LRUCache<string, { version: string; base: string }>({ max: 200_000 });
+  private readonly served = boundedLru<string, { version: string; base: string }>(200_000);
   /**
    * Names a kernel lookup just found missing: the kernel looks a name up right before it
    * creates it, and create takes that answer instead of asking the backend again.
@@ -120,9 +121,9 @@ export class Vfs {
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
-    this.attrs = new LRUCache<string, Attr>({ max: 200_000, ttl });
-    this.listings = new LRUCache<string, Listing>({ max: 20_000, ttl });
-    this.lookedUpMissing = new LRUCache<string, true>({ max: 10_000, ttl });
+    this.attrs = boundedLru<string, Attr>(200_000, { ttl });
+    this.listings = boundedLru<string, Listing>(20_000, { ttl });
+    this.lookedUpMissing = boundedLru<string, true>(10_000, { ttl });
     const routes = (this.backend as { routePrefixes?: unknown }).routePrefixes;
     if (Array.isArray(routes)) {
       for (const route of routes) {

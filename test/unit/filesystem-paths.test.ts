@@ -112,4 +112,19 @@ describe("PathResolver.resolve: the same answers as the step-by-step walk", () =
       expect(await outcome(resolver.resolve(raw, { followLeaf: true }))).toEqual(await outcome(resolveStepByStep(resolver, raw, true)));
     }
   });
+
+  it("a root symlink re-pointed while in use: paths follow the new target, escapes stay refused", async () => {
+    const a = await fs.mkdtemp(path.join(work, "target-a-"));
+    const b = await fs.mkdtemp(path.join(work, "target-b-"));
+    const link = path.join(work, "repointed-root");
+    await fs.symlink(a, link);
+    await fs.writeFile(path.join(b, "outside.txt"), "x");
+    const resolver = new PathResolver(link, true);
+    expect((await resolver.resolve("/x.txt", { followLeaf: true })).hostPath).toBe(path.join(await fs.realpath(a), "x.txt"));
+    await fs.rm(link);
+    await fs.symlink(b, link);
+    expect((await resolver.resolve("/x.txt", { followLeaf: true })).hostPath).toBe(path.join(await fs.realpath(b), "x.txt"));
+    await fs.symlink(a, path.join(b, "escape"));
+    await expect(resolver.resolve("/escape/x.txt", { followLeaf: true })).rejects.toThrow("Path '/escape/x.txt' resolves outside root directory");
+  });
 });
