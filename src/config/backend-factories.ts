@@ -32,10 +32,11 @@ async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M
 export const backendFactories: Registry = {
   state: async (spec, ctx) => {
     const { ThreadStateBackend } = await import("../stores/thread-state.js");
-    const { saver, reader } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
+    const { saver, reader, durable } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
     return new ThreadStateBackend({
       checkpointer: saver,
       reader,
+      durable,
       threadId: spec.thread,
       checkpointNs: spec.checkpointNs,
       fileFormat: spec.fileFormat,

@@ -4,6 +4,7 @@
  * names it; `close()` ends them all.
  */
 import { mkdirSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import { dirname, isAbsolute, resolve } from "node:path";
 import Database from "better-sqlite3";
 import type pg from "pg";
@@ -46,6 +47,8 @@ function wrapError(c: Connection, error: unknown): Error {
 export interface CheckpointerHandle {
   saver: () => Promise<BaseCheckpointSaver>;
   reader?: CheckpointReader;
+  /** Makes every committed checkpoint durable against power loss (SQLite: an fsync of the WAL). */
+  durable?: () => Promise<void>;
 }
 
 export class Connections {
@@ -70,7 +73,7 @@ export class Connections {
           const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
           return (saver ??= new SqliteSaver(db));
         };
-        handle = { reader, saver: load };
+        handle = { reader, saver: load, durable: () => fsyncWal(c.file) };
       } else {
         // PostgreSQL drivers load only when a config names a postgres:// URL.
         const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
@@ -133,6 +136,10 @@ export class Connections {
     // WAL and a busy timeout: other processes (another CLI, a mount, the agent) share the file.
     db.pragma("busy_timeout = 5000");
     db.pragma("journal_mode = WAL");
+    // Explicit: SQLite leaves FULL on the connection that first turned the file to WAL and
+    // NORMAL on later ones. NORMAL: a commit survives a crash of the process (the mount's
+    // close); power-loss durability is fsync's job (`durable`: the WAL is fsync'd).
+    db.pragma("synchronous = NORMAL");
     this.sqlite.set(file, db);
     return db;
   }
@@ -147,5 +154,22 @@ export class Connections {
     this.closers.push(() => pool.end());
     this.pools.set(url, pool);
     return pool;
+  }
+}
+
+/** fsync of a WAL-mode database's `-wal` file: every transaction committed so far is on disk. */
+async function fsyncWal(file: string): Promise<void> {
+  let handle: FileHandle | undefined;
+  try {
+    handle = await open(`${file}-wal`, "r");
+  } catch (error) {
+    // No WAL file: everything is in the database file, synced at its last checkpoint.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return;
+    throw error;
+  }
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

@@ -72,6 +72,12 @@ export interface ThreadStateOptions {
   confirmPollMs?: number;
   /** Called with the files that changed on both sides in a commit or a re-merge. */
   onConflict?: (conflicts: FileConflict[]) => void;
+  /**
+   * A barrier that makes committed checkpoints durable against power loss, for savers whose
+   * commits survive only a crash of the process (SQLite in WAL mode, synchronous=NORMAL).
+   * `sync()` (the mount's fsync) calls it.
+   */
+  durable?: () => Promise<void>;
 }
 
 /** Re-merges in one check (others keep forking from under us), before giving up. */
@@ -91,6 +97,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private readonly batchWindowMs: number;
   private readonly confirmPollMs: number;
   private readonly onConflict?: (conflicts: FileConflict[]) => void;
+  private readonly durable?: () => Promise<void>;
 
   /** Accepted, not yet committed. */
   private pending: FilesUpdate = {};
@@ -119,6 +126,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.confirmPollMs = Math.max(1, options.confirmPollMs ?? 250);
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
+    this.durable = options.durable;
   }
 
   /** Files kept as conflict copies so far (ours beside theirs). */
@@ -211,6 +219,13 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.enqueue(async () => {
       await this.reconcileSafely();
       await this.commitPending();
+      if (this.lastError === undefined && this.durable) {
+        try {
+          await this.durable();
+        } catch (error) {
+          this.addError(`Error making thread '${this.threadId}' durable: ${errorMessage(error)}`);
+        }
+      }
       const error = this.lastError;
       this.lastError = undefined;
       return error === undefined ? {} : { error };

@@ -227,4 +227,22 @@ describe("ThreadStateBackend on SqliteSaver", () => {
     expect(await backend.sync()).toEqual({});
     expect((await new ThreadStateBackend({ checkpointer: saver(), threadId: "t" }).read("/a.txt")).content).toBe("kept");
   });
+
+  it("sync() ends with the durability barrier, after the commit; a failed barrier is sync's error", async () => {
+    const checkpointer = saver();
+    const seen: Array<string | undefined> = [];
+    let fail = false;
+    const durable = async () => {
+      // The barrier runs once the checkpoint is written: a second process already sees it.
+      seen.push((await new ThreadStateBackend({ checkpointer: saver(), threadId: "d" }).read("/a.txt")).content as string | undefined);
+      if (fail) throw new Error("disk gone");
+    };
+    const backend = new ThreadStateBackend({ checkpointer, threadId: "d", batchWindowMs: 10_000, durable });
+    await backend.write("/a.txt", "one");
+    expect(await backend.sync()).toEqual({});
+    expect(seen).toEqual(["one"]);
+    fail = true;
+    expect((await backend.sync()).error).toBe("Error making thread 'd' durable: disk gone");
+  });
 });
+
