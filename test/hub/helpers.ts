@@ -1,4 +1,9 @@
+import { access } from "node:fs/promises";
 import { Client } from "langsmith";
+import { afterEach } from "vitest";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { mountForTest, type TestMount } from "../fuse/helpers/mount.js";
+import { createStandaloneState } from "../fuse/helpers/state-backend.js";
 import { startHubEmulator, type HubEmulator, type HubEmulatorOptions } from "../../src/hub-emulator/index.js";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 
@@ -43,4 +48,47 @@ export function hubFiles(emu: HubEmulator): Record<string, string> {
 export async function seed(emu: HubEmulator, files: Record<string, string>): Promise<void> {
   const entries = Object.fromEntries(Object.entries(files).map(([p, content]) => [p, { type: "file" as const, content }]));
   await hubClient(emu).pushAgent("repo", { files: entries });
+}
+
+/**
+ * Emulators and clean-ups for one test file: after each test, what was pushed to `cleanups`
+ * runs (newest first) and every emulator started from `pool` stops.
+ */
+export function hubTestFixtures(): { pool: ReturnType<typeof emulatorPool>; cleanups: Array<() => Promise<unknown>> } {
+  const pool = emulatorPool();
+  const cleanups: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const clean of cleanups.splice(0).reverse()) await clean().catch(() => undefined);
+    await pool.closeAll();
+  });
+  return { pool, cleanups };
+}
+
+export interface HubMount {
+  m: TestMount;
+  hub: ContextHubBackend;
+  logs: string[];
+}
+
+/** A real mount of state at / and the write-back Hub backend at /hub/; unmounted by `cleanups`. */
+export async function mountHub(emu: HubEmulator, cleanups: Array<() => Promise<unknown>>, attrTimeoutMs: number): Promise<HubMount> {
+  const logs: string[] = [];
+  const hub = writeBackBackend(emu, (l) => logs.push(l));
+  const composite = new CompositeBackend(createStandaloneState(), { "/hub/": hub });
+  const m = await mountForTest(composite, { vfs: { attrTimeoutMs, backendTimeoutMs: 10_000 }, log: (l) => logs.push(l) });
+  cleanups.push(async () => {
+    await m.close();
+    await composite.close();
+  });
+  return { m, hub, logs };
+}
+
+/** Waits until `file` exists (a signal file a child process creates). */
+export async function waitForFile(file: string, ms = 15_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    if (await access(file).then(() => true, () => false)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

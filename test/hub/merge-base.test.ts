@@ -8,22 +8,17 @@
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 import type { HubEmulator } from "../../src/hub-emulator/index.js";
 import { DenyPrefixesBackend } from "../../src/policy/index.js";
 import { adaptBackendProtocol, canUploadFromBase, type UploadFromBaseResponse } from "../../src/protocol/index.js";
-import { mountForTest, sh, type TestMount } from "../fuse/helpers/mount.js";
+import { sh } from "../fuse/helpers/mount.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
-import { emulatorPool, hubClient, quiet, enc, hubFiles, seed, writeBackBackend } from "./helpers.js";
+import { enc, hubFiles, seed, writeBackBackend, hubTestFixtures, mountHub, waitForFile, type HubMount } from "./helpers.js";
 
-const pool = emulatorPool();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const clean of cleanups.splice(0).reverse()) await clean().catch(() => undefined);
-  await pool.closeAll();
-});
+const { pool, cleanups } = hubTestFixtures();
 
 const PLAN = "one\ntwo\nthree\nfour\nfive\n";
 
@@ -166,22 +161,7 @@ describe("uploadFilesFrom: the base is explicit (backend)", () => {
 
 // ---- through a mount ----------------------------------------------------------------------
 
-interface HubMount {
-  m: TestMount;
-  logs: string[];
-}
 
-async function hubMount(emu: HubEmulator, attrTimeoutMs: number): Promise<HubMount> {
-  const logs: string[] = [];
-  const hub = backend(emu, (l) => logs.push(l));
-  const composite = new CompositeBackend(createStandaloneState(), { "/hub/": hub });
-  const m = await mountForTest(composite, { vfs: { attrTimeoutMs, backendTimeoutMs: 10_000 }, log: (l) => logs.push(l) });
-  cleanups.push(async () => {
-    await m.close();
-    await composite.close();
-  });
-  return { m, logs };
-}
 
 /**
  * Python in a child: read `file`, signal `ready`, wait for `go`, then save `edit(content)`:
@@ -210,14 +190,6 @@ function editorScript(file: string, signals: string, mode: "same-handle" | "reop
   return `python3 - <<'EOF'\n${script}\nEOF`;
 }
 
-async function waitFor(file: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await fs.access(file).then(() => true, () => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const TTL_MS = 200;
 
@@ -230,12 +202,12 @@ async function editAcrossAPoll(
 ): Promise<{ emu: HubEmulator; errno: string; mount: HubMount }> {
   const emu = await pool.start();
   await seed(emu, { "plan.md": initial });
-  const mount = await hubMount(emu, TTL_MS);
+  const mount = await mountHub(emu, cleanups, TTL_MS);
   const other = backend(emu);
   const signals = await fs.mkdtemp(path.join(os.tmpdir(), "merge-base-"));
   cleanups.push(() => fs.rm(signals, { recursive: true, force: true }));
   const editor = sh(editorScript("hub/plan.md", signals, mode, ours), mount.m.dir);
-  await waitFor(path.join(signals, "ready"));
+  await waitForFile(path.join(signals, "ready"));
   await other.uploadFiles([["/plan.md", enc(theirs)]]);
   expect(await other.sync()).toEqual({});
   // Several poll periods (the vfs polls every max(250 ms, TTL)): the mount now holds B's commit.

@@ -6,20 +6,15 @@
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 import type { HubEmulator } from "../../src/hub-emulator/index.js";
 import { mountForTest, ok, sh, type TestMount } from "../fuse/helpers/mount.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
-import { emulatorPool, hubClient } from "./helpers.js";
+import { hubClient, hubFiles, hubTestFixtures, seed } from "./helpers.js";
 
-const pool = emulatorPool();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const clean of cleanups.splice(0).reverse()) await clean().catch(() => undefined);
-  await pool.closeAll();
-});
+const { pool, cleanups } = hubTestFixtures();
 
 interface HubMount {
   hub: ContextHubBackend;
@@ -51,17 +46,6 @@ async function hubMount(emu: HubEmulator, options: { apiKey?: string; journalDir
     await composite.close();
   });
   return { hub, composite, m, logs, downloads: () => downloads };
-}
-
-function hubFiles(emu: HubEmulator): Record<string, string> {
-  const files: Record<string, string> = {};
-  for (const [p, e] of Object.entries(emu.store.pull("emulator", "repo").files)) if (e.type === "file") files[p] = e.content;
-  return files;
-}
-
-async function seed(emu: HubEmulator, files: Record<string, string>): Promise<void> {
-  const entries = Object.fromEntries(Object.entries(files).map(([p, content]) => [p, { type: "file" as const, content }]));
-  await hubClient(emu).pushAgent("repo", { files: entries });
 }
 
 /** Python in a child: write `content` to `file` (in place), fsync, print the errno (0 = ok). */

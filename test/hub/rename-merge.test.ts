@@ -8,22 +8,17 @@
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 import type { HubEmulator } from "../../src/hub-emulator/index.js";
 import { DenyPrefixesBackend } from "../../src/policy/index.js";
 import { adaptBackendProtocol, canRenameFromBase, type BaseAwareRename } from "../../src/protocol/index.js";
-import { mountForTest, sh, type TestMount } from "../fuse/helpers/mount.js";
+import { sh } from "../fuse/helpers/mount.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
-import { emulatorPool, hubClient, quiet, enc, hubFiles, seed, writeBackBackend } from "./helpers.js";
+import { quiet, enc, hubFiles, seed, writeBackBackend, hubTestFixtures, mountHub, waitForFile, type HubMount } from "./helpers.js";
 
-const pool = emulatorPool();
-const cleanups: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const clean of cleanups.splice(0).reverse()) await clean().catch(() => undefined);
-  await pool.closeAll();
-});
+const { pool, cleanups } = hubTestFixtures();
 
 const PLAN = "one\ntwo\nthree\nfour\nfive\n";
 
@@ -129,25 +124,9 @@ describe("renameFrom: a rename over a target names the target's base (backend)",
 
 // ---- through a mount ----------------------------------------------------------------------
 
-interface HubMount {
-  m: TestMount;
-  hub: ContextHubBackend;
-  logs: string[];
-}
 
 const TTL_MS = 200;
 
-async function hubMount(emu: HubEmulator): Promise<HubMount> {
-  const logs: string[] = [];
-  const hub = backend(emu, (l) => logs.push(l));
-  const composite = new CompositeBackend(createStandaloneState(), { "/hub/": hub });
-  const m = await mountForTest(composite, { vfs: { attrTimeoutMs: TTL_MS, backendTimeoutMs: 10_000 }, log: (l) => logs.push(l) });
-  cleanups.push(async () => {
-    await m.close();
-    await composite.close();
-  });
-  return { m, hub, logs };
-}
 
 /** Waits (in a child shell) for `ready`'s sibling `go`, after creating `ready`. */
 function pause(signals: string): string {
@@ -190,14 +169,6 @@ function shellQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-async function waitFor(file: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await fs.access(file).then(() => true, () => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${file}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** The save's reader reads t.md, B commits `theirs`, the mount polls (> TTL), the save renames. */
 async function saveAcrossAPoll(
@@ -207,12 +178,12 @@ async function saveAcrossAPoll(
 ): Promise<{ emu: HubEmulator; stdout: string; mount: HubMount }> {
   const emu = await pool.start();
   await seed(emu, { "t.md": initial });
-  const mount = await hubMount(emu);
+  const mount = await mountHub(emu, cleanups, TTL_MS);
   const other = backend(emu);
   const signals = await fs.mkdtemp(path.join(os.tmpdir(), "rename-merge-"));
   cleanups.push(() => fs.rm(signals, { recursive: true, force: true }));
   const saving = sh(save(path.join(mount.m.dir, "hub"), signals), signals);
-  await waitFor(path.join(signals, "ready"));
+  await waitForFile(path.join(signals, "ready"));
   await other.uploadFiles([["/t.md", enc(theirs)]]);
   expect(await other.sync()).toEqual({});
   // Several poll periods (the vfs polls every max(250 ms, TTL)): the mount now holds B's commit.
