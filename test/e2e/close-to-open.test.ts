@@ -4,25 +4,10 @@
  * CLI's loadMountConfig, so no start-up delay hides a window) sees the new bytes, for a new
  * file and for an overwrite, in the thread state at / and in the store at /memories/.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createWorkspace, okIn, startMount, startReader, type Daemon, type Reader, type Workspace } from "./helpers/daemon.js";
+import { describe, expect, it } from "vitest";
+import { okIn, useMountedWorkspace } from "./helpers/daemon.js";
 
-let ws: Workspace;
-let daemon: Daemon;
-let reader: Reader;
-
-beforeAll(async () => {
-  ws = await createWorkspace();
-  daemon = await startMount(ws);
-  reader = startReader(ws);
-  await okIn(ws.mnt, "mkdir -p c2o memories/c2o");
-}, 120_000);
-
-afterAll(async () => {
-  await reader?.close();
-  await daemon?.stop();
-  await ws?.remove();
-});
+const env = useMountedWorkspace("c2o memories/c2o");
 
 describe.each([
   { name: "thread state at /", dir: "/c2o" },
@@ -34,8 +19,8 @@ describe.each([
       const file = `${dir}/f${i}.txt`;
       // New file, then an overwrite of it (a stale read would show the old bytes).
       for (const content of [`new ${i}\n`, `overwritten ${i}${"x".repeat(i * 1000)}\n`]) {
-        await okIn(ws.mnt, `printf '%s' '${content.trimEnd()}' > .${file} && printf '\\n' >> .${file}`);
-        const seen = await reader.read(file);
+        await okIn(env.ws.mnt, `printf '%s' '${content.trimEnd()}' > .${file} && printf '\\n' >> .${file}`);
+        const seen = await env.reader.read(file);
         if (seen?.toString() !== content) stale.push(`${file}: ${seen === null ? "missing" : JSON.stringify(seen.toString().slice(0, 20))}`);
       }
     }
@@ -45,8 +30,8 @@ describe.each([
   it("python open/write/close, then a read in the same instant from another process", async () => {
     const file = `${dir}/py.bin`;
     const bytes = Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 7) & 0xff));
-    await okIn(ws.mnt, `python3 -c "import sys; open('.${file}', 'wb').write(bytes((i * 7) & 0xff for i in range(70000)))"`);
-    const seen = await reader.read(file);
+    await okIn(env.ws.mnt, `python3 -c "import sys; open('.${file}', 'wb').write(bytes((i * 7) & 0xff for i in range(70000)))"`);
+    const seen = await env.reader.read(file);
     expect(seen && Buffer.compare(seen, bytes)).toBe(0);
   });
 });

@@ -10,28 +10,13 @@ import { createHash } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cliCat, createWorkspace, okIn, shIn, startMount, startReader, type Daemon, type Reader, type Workspace } from "./helpers/daemon.js";
+import { describe, expect, it } from "vitest";
+import { cliCat, okIn, shIn, startMount, useMountedWorkspace } from "./helpers/daemon.js";
 
 /** Runs a tool and, if it hangs, reports where (test/support/run-watched.sh). */
 const WATCHED = path.resolve(import.meta.dirname, "../support/run-watched.sh");
 
-let ws: Workspace;
-let daemon: Daemon;
-let reader: Reader;
-
-beforeAll(async () => {
-  ws = await createWorkspace();
-  daemon = await startMount(ws);
-  reader = startReader(ws);
-  await okIn(ws.mnt, "mkdir -p s memories/s");
-}, 120_000);
-
-afterAll(async () => {
-  await reader?.close();
-  await daemon?.stop();
-  await ws?.remove();
-});
+const env = useMountedWorkspace("s memories/s");
 
 const targets = [
   { name: "thread state at /", virt: "/s" },
@@ -42,13 +27,13 @@ const bytes = (x: string | Buffer) => (typeof x === "string" ? Buffer.from(x, "l
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 describe.each(targets)("tools on the embedded default: $name", { timeout: 240_000 }, ({ virt }) => {
-  const dir = () => ws.mnt + virt;
+  const dir = () => env.ws.mnt + virt;
   const run = async (script: string, timeoutMs?: number) => {
     try {
       return (await okIn(dir(), script, timeoutMs)).toString("latin1");
     } catch (err) {
       // What the daemon logged (errors, timeouts) is the first thing to read when a tool fails.
-      throw new Error(`${(err as Error).message}\n--- daemon log (tail):\n${daemon.stderr().slice(-4000)}`);
+      throw new Error(`${(err as Error).message}\n--- daemon log (tail):\n${env.daemon.stderr().slice(-4000)}`);
     }
   };
 
@@ -59,8 +44,8 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
   async function check(rel: string, expected?: string | Buffer, viaCli = false): Promise<Buffer> {
     const [mounted, other, cat] = await Promise.all([
       okIn(dir(), `cat -- '${rel}'`),
-      reader.read(`${virt}/${rel}`),
-      viaCli ? cliCat(ws, `${virt}/${rel}`) : Promise.resolve(undefined),
+      env.reader.read(`${virt}/${rel}`),
+      viaCli ? cliCat(env.ws, `${virt}/${rel}`) : Promise.resolve(undefined),
     ]);
     if (expected !== undefined) expect(mounted.toString("latin1"), `${rel} through the mount`).toBe(bytes(expected).toString("latin1"));
     expect(other, `${rel} in another process`).not.toBeNull();
@@ -91,11 +76,11 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
   it("sed -i, mv, cp -r, rm -r", async () => {
     await run("printf 'alpha\\nbeta\\n' > s.txt && sed -i 's/beta/gamma/' s.txt && mv s.txt moved.txt && cp -r tree tree2 && rm -r tree2/c");
     expect((await shIn(dir(), "test -e s.txt")).code).toBe(1);
-    expect(await reader.read(`${virt}/s.txt`)).toBeNull();
+    expect(await env.reader.read(`${virt}/s.txt`)).toBeNull();
     expect(await run("ls tree2")).toBe("a\n");
     await check("tree2/a/b/x.txt", "needle\n");
     await run("rm -r tree2");
-    expect(await reader.read(`${virt}/tree2/a/b/x.txt`)).toBeNull();
+    expect(await env.reader.read(`${virt}/tree2/a/b/x.txt`)).toBeNull();
     await check("moved.txt", "alpha\ngamma\n", true);
   });
 
@@ -200,22 +185,22 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
 
 describe("after unmount and remount", { timeout: 240_000 }, () => {
   it("every file of both targets is the same, byte for byte, with the daemon down and after remounting", async () => {
-    const manifest = async () => (await okIn(ws.mnt, "find s memories/s -type f | sort | xargs -d '\\n' sha256sum", 60_000)).toString();
+    const manifest = async () => (await okIn(env.ws.mnt, "find s memories/s -type f | sort | xargs -d '\\n' sha256sum", 60_000)).toString();
     const before = await manifest();
     const entries = before.trimEnd().split("\n").map((line) => ({ sum: line.slice(0, 64), file: line.slice(66) }));
     expect(entries.length).toBeGreaterThan(60);
 
-    expect(await daemon.stop()).toBe(0);
+    expect(await env.daemon.stop()).toBe(0);
     // With no mount at all, the database holds every byte.
     for (const { sum, file } of entries) {
-      const held = await reader.read(`/${file}`);
+      const held = await env.reader.read(`/${file}`);
       expect(held && sha(held), file).toBe(sum);
     }
-    const cat = await cliCat(ws, "/s/repo/.git/index");
+    const cat = await cliCat(env.ws, "/s/repo/.git/index");
     expect(sha(cat)).toBe(entries.find((e) => e.file === "s/repo/.git/index")!.sum);
 
-    daemon = await startMount(ws);
+    env.daemon = await startMount(env.ws);
     expect(await manifest()).toBe(before);
-    expect((await okIn(ws.mnt, "cd s/repo && git log --format=%s && cd ../../memories/s/repo && git log --format=%s")).toString()).toBe("second\nfirst\nsecond\nfirst\n");
+    expect((await okIn(env.ws.mnt, "cd s/repo && git log --format=%s && cd ../../memories/s/repo && git log --format=%s")).toString()).toBe("second\nfirst\nsecond\nfirst\n");
   });
 });

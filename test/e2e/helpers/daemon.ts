@@ -8,6 +8,7 @@ import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import { isMountPoint, lazyUnmount } from "../../../src/fuse/index.js";
 import { buildCli, type BuiltCli } from "../../cli/helpers/build-cli.js";
 
@@ -222,4 +223,33 @@ export function startReader(ws: Workspace): Reader {
       clearTimeout(timer);
     },
   };
+}
+
+/** A workspace, its mount daemon and a second-process reader, for the tests of one file. */
+export interface MountedWorkspace {
+  ws: Workspace;
+  /** Replaced when a test restarts the daemon (stop, then `startMount(env.ws)`). */
+  daemon: Daemon;
+  reader: Reader;
+}
+
+/**
+ * Registers the file's beforeAll/afterAll: a workspace with `backendfs mount` running and a
+ * reader started, `dirs` made on the mount (a `mkdir -p` argument list); all stopped and
+ * removed at the end.
+ */
+export function useMountedWorkspace(dirs: string): MountedWorkspace {
+  const env = {} as MountedWorkspace;
+  beforeAll(async () => {
+    env.ws = await createWorkspace();
+    env.daemon = await startMount(env.ws);
+    env.reader = startReader(env.ws);
+    await okIn(env.ws.mnt, `mkdir -p ${dirs}`);
+  }, 120_000);
+  afterAll(async () => {
+    await env.reader?.close();
+    await env.daemon?.stop();
+    await env.ws?.remove();
+  });
+  return env;
 }
