@@ -46,17 +46,22 @@ export function combineBatches(older: Batch, newer: Batch): { batch: Batch; conf
     if (content !== null && content !== undefined) olderView[p] = content;
   }
   const conflicts = rebaseBatch(newer, olderView);
-  const combined: Batch = {
+  return { batch: unionBatches(older, newer), conflicts };
+}
+
+/** `newer`'s changes over `older`'s; each path keeps the base of the batch that touched it first. */
+export function unionBatches(older: Batch, newer: Batch): Batch {
+  const union: Batch = {
     changes: new Map(older.changes),
     base: new Map(older.base),
     seq: Math.max(older.seq, newer.seq),
     fromJournal: older.fromJournal || newer.fromJournal,
   };
   for (const [p, content] of newer.changes) {
-    combined.changes.set(p, content);
-    if (!combined.base.has(p)) combined.base.set(p, newer.base.get(p) ?? null);
+    union.changes.set(p, content);
+    if (!union.base.has(p)) union.base.set(p, newer.base.get(p) ?? null);
   }
-  return { batch: combined, conflicts };
+  return union;
 }
 
 /** `notes/plan.md` -> `notes/plan.conflict-1a2b3c4d.md`; the hash is of our content. */

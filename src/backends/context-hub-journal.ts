@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import * as fs from "node:fs/promises";
 import * as path from "node:path";
-import type { Batch } from "./context-hub-batch.js";
+import { unionBatches, type Batch } from "./context-hub-batch.js";
 
 interface JournalFile {
   identifier: string;
@@ -30,12 +30,7 @@ export async function writeJournal(file: string, identifier: string, batch: Batc
 /** Everything not committed: the batch in flight with the pending one after it. */
 export function uncommitted(inFlight: Batch | null, pending: Batch | null): Batch | null {
   if (inFlight === null || pending === null) return inFlight ?? pending;
-  const batch: Batch = { changes: new Map(inFlight.changes), base: new Map(inFlight.base), seq: pending.seq, fromJournal: true };
-  for (const [key, content] of pending.changes) {
-    batch.changes.set(key, content);
-    if (!batch.base.has(key)) batch.base.set(key, pending.base.get(key) ?? null);
-  }
-  return batch;
+  return unionBatches(inFlight, pending);
 }
 
 /** The journaled batch, or undefined when there is none. */
