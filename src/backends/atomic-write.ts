@@ -7,13 +7,25 @@
  * Power loss is another matter: by default the data is not flushed (a flush costs a disk
  * round trip per file, 5x the rest of the write); `durable` flushes it before the rename,
  * and FilesystemBackend's `sync()` flushes what was written since the last one.
+ *
+ * The metadata calls (stat, open, chmod, close, rename) and the data of small files are
+ * synchronous: a few microseconds each on a local disk, where every trip through libuv's
+ * thread pool costs tens. Large data and the flush go through the pool, so they never hold
+ * up the event loop.
  */
-import fs from "node:fs/promises";
+import fs from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
 import { isMissing } from "./fs-errors.js";
 
 export const TEMP_FILE_PREFIX = ".backendfs-";
+
+/** Data up to this size is written inline (see above). */
+export const INLINE_WRITE_MAX_BYTES = 1024 * 1024;
+
+const writeToFd = promisify(fs.writeFile);
+const datasync = promisify(fs.fdatasync);
 
 export interface AtomicWriteOptions {
   /** fdatasync the data before the rename. Default false. */
@@ -30,28 +42,30 @@ export async function writeFileAtomic(
   bytes: Uint8Array | string,
   { durable = false, mode }: AtomicWriteOptions = {},
 ): Promise<void> {
-  if (mode === undefined) mode = await modeOf(hostPath);
+  if (mode === undefined) mode = modeOf(hostPath);
   const dir = path.dirname(hostPath);
   const temp = path.join(dir, `${TEMP_FILE_PREFIX}${randomBytes(6).toString("hex")}.tmp`);
-  const handle = await openNewFile(temp, dir);
+  const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
+  const fd = openNewFile(temp, dir);
   try {
     try {
-      await handle.writeFile(bytes);
-      if (mode !== null) await handle.chmod(mode);
-      if (durable) await handle.datasync();
+      if (size <= INLINE_WRITE_MAX_BYTES) fs.writeFileSync(fd, bytes);
+      else await writeToFd(fd, bytes);
+      if (mode !== null) fs.fchmodSync(fd, mode);
+      if (durable) await datasync(fd);
     } finally {
-      await handle.close();
+      fs.closeSync(fd);
     }
-    await fs.rename(temp, hostPath);
+    fs.renameSync(temp, hostPath);
   } catch (error) {
-    await fs.rm(temp, { force: true });
+    fs.rmSync(temp, { force: true });
     throw error;
   }
 }
 
-async function modeOf(hostPath: string): Promise<number | null> {
+function modeOf(hostPath: string): number | null {
   try {
-    return (await fs.stat(hostPath)).mode & 0o7777;
+    return fs.statSync(hostPath).mode & 0o7777;
   } catch (error) {
     if (!isMissing(error)) throw error;
     return null;
@@ -59,13 +73,13 @@ async function modeOf(hostPath: string): Promise<number | null> {
 }
 
 /** Creates the file; its directory (and parents) only when missing, so the common case costs no mkdir. */
-async function openNewFile(file: string, dir: string): Promise<fs.FileHandle> {
+function openNewFile(file: string, dir: string): number {
   try {
-    return await fs.open(file, "wx", 0o644);
+    return fs.openSync(file, "wx", 0o644);
   } catch (error) {
     // ENOTDIR too: mkdir then fails as it always did (EEXIST where a file stands in the way).
     if (!isMissing(error)) throw error;
   }
-  await fs.mkdir(dir, { recursive: true });
-  return fs.open(file, "wx", 0o644);
+  fs.mkdirSync(dir, { recursive: true });
+  return fs.openSync(file, "wx", 0o644);
 }

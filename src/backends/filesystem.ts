@@ -53,7 +53,7 @@ import {
   type Syncable,
   type WriteResult,
 } from "../protocol/index.js";
-import { writeFileAtomic } from "./atomic-write.js";
+import { INLINE_WRITE_MAX_BYTES, writeFileAtomic } from "./atomic-write.js";
 import { BackendPathError, describeFsError, errorCode, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
 import { UnsyncedWrites } from "./filesystem-sync.js";
@@ -108,14 +108,15 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   async ls(dirPath: string): Promise<LsResult> {
     try {
       const base = await this.paths.resolve(dirPath, { followLeaf: true });
-      if (!(await fs.stat(base.hostPath)).isDirectory()) return { files: [] };
-      const entries = await fs.readdir(base.hostPath, { withFileTypes: true });
+      if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
+      // Entries are stat'ed inline (microseconds each; see atomic-write.ts), symlinks checked through the pool.
+      const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true });
       const infos = await Promise.all(
         entries.map(async (entry): Promise<FileInfo | undefined> => {
           const hostPath = path.join(base.hostPath, entry.name);
           try {
             if (entry.isSymbolicLink() && !(await this.paths.staysInside(hostPath))) return undefined;
-            const stat = await fs.stat(hostPath);
+            const stat = fsConstants.statSync(hostPath);
             const shown = PathResolver.childShownPath(base, entry.name, this.virtualMode);
             const modified_at = stat.mtime.toISOString();
             if (stat.isFile()) return { path: shown, is_dir: false, size: stat.size, modified_at };
@@ -218,14 +219,11 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (located.hostPath === path.parse(located.hostPath).root) {
         return { error: `Error deleting '${filePath}': refusing to delete the filesystem root` };
       }
-      // The entry itself (through its resolved parent, not followed) is looked at while the
-      // parent is resolved: one wait instead of two.
-      const entry = located.hostPath === this.cwd ? undefined : fs.lstat(located.hostPath).catch(() => undefined);
       const target = await this.paths.resolve(filePath, { followLeaf: false });
-      const stat = await (entry ?? fs.lstat(target.hostPath).catch(() => undefined));
+      const stat = fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false });
       if (!stat) return { error: `Error: '${filePath}' not found` };
       if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
-      else await fs.unlink(target.hostPath);
+      else fsConstants.unlinkSync(target.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
@@ -318,7 +316,9 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     for (const filePath of paths) {
       try {
         const target = await this.paths.resolve(filePath, { followLeaf: true });
-        const content = new Uint8Array(await fs.readFile(target.hostPath));
+        // A small file is read inline (see atomic-write.ts); a large one through the pool.
+        const small = target.stat !== undefined && target.stat.size <= INLINE_WRITE_MAX_BYTES;
+        const content = new Uint8Array(small ? fsConstants.readFileSync(target.hostPath) : await fs.readFile(target.hostPath));
         responses.push({ path: filePath, content, error: null });
       } catch (error) {
         responses.push({ path: filePath, content: null, error: toFileOperationError(error) });
@@ -337,9 +337,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       if (this.virtualMode && (source.shownPath === "/" || target.shownPath === "/")) {
         return { error: `Error renaming '${from}' to '${to}': the root directory cannot be renamed` };
       }
-      if (!(await fs.lstat(source.hostPath).catch(() => undefined))) return { error: `Error: '${from}' not found` };
-      await fs.mkdir(path.dirname(target.hostPath), { recursive: true });
-      await fs.rename(source.hostPath, target.hostPath);
+      if (!fsConstants.lstatSync(source.hostPath, { throwIfNoEntry: false })) return { error: `Error: '${from}' not found` };
+      renameCreatingParents(source.hostPath, target.hostPath);
       this.unsynced.add(source.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: to };
@@ -354,7 +353,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       // Resolving found nothing there: no second look (every create starts with this stat).
       if (target.missing) return {};
-      const stat = target.stat ?? (await fs.stat(target.hostPath));
+      const stat = target.stat ?? fsConstants.statSync(target.hostPath);
       const is_dir = stat.isDirectory();
       const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
       return {
@@ -497,6 +496,18 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   private tooLarge(filePath: string, bytes: number): string {
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
   }
+}
+
+/** rename(2); the target's parent directories are made only when the rename says they are missing. */
+function renameCreatingParents(from: string, to: string): void {
+  try {
+    fsConstants.renameSync(from, to);
+    return;
+  } catch (error) {
+    if (errorCode(error) !== "ENOENT") throw error;
+  }
+  fsConstants.mkdirSync(path.dirname(to), { recursive: true });
+  fsConstants.renameSync(from, to);
 }
 
 /** The permission bits a write keeps: none for a new file, known when resolving took the stat, else found out by the write. */

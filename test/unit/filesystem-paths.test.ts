@@ -1,6 +1,6 @@
 /**
- * PathResolver.resolve asks the root, the parent and the leaf at once; these cases check
- * that it answers exactly as the step-by-step walk it replaced (realpath of the root, then of
+ * PathResolver.resolve walks down from the root's (cached) realpath, one lstat per component;
+ * these cases check that it answers exactly as the realpath-based walk it replaced (realpath of the root, then of
  * the path, then of each missing ancestor in turn), on a tree with every kind of symlink.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
