@@ -33,8 +33,13 @@ export function normalizeRouteKey(key: string): string {
  * `/`. `..` is kept as a segment so the serving backend sees it and rejects it.
  */
 export function routingForm(path: string): string {
+  // Most paths are in routing form already (every mount operation routes one): no split.
+  if (path.startsWith("/") && !NOT_ROUTING_FORM.test(path)) return path;
   return "/" + path.split("/").filter((s) => s !== "" && s !== ".").join("/");
 }
+
+/** An empty or `.` segment, or a trailing `/` after a name. */
+const NOT_ROUTING_FORM = /\/\/|\/\.(?:\/|$)|.\/$/;
 
 /** `path` (in routing form) is `root` itself or below it. */
 function isWithinRoot(path: string, root: string): boolean {
