@@ -88,6 +88,11 @@ export class CompositeBackend implements BackendProtocolV2 {
     const adapted: Record<string, BackendProtocolV2> = {};
     for (const [key, backend] of Object.entries(routes)) adapted[key] = adapt(backend);
     this.table = new RouteTable(this.defaultBackend, adapted);
+    // Extended attributes exist where some backend has them (a mount then leaves the
+    // kernel's attribute probes out entirely).
+    if (![this.defaultBackend, ...Object.values(adapted)].some(canXattrs)) {
+      Object.defineProperty(this, "xattrs", { value: undefined, enumerable: false, configurable: true });
+    }
   }
 
   /** The default backend's id when it is a sandbox, otherwise "". */

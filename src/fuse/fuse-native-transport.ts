@@ -6,7 +6,7 @@
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
 import { errnoOf } from "../vfs/index.js";
-import type { KernelOps, Transport, TransportOptions } from "./transport.js";
+import { hasXattrOps, type KernelOps, type Transport, type TransportOptions } from "./transport.js";
 
 type Callback = (code: number, ...results: unknown[]) => void;
 
@@ -128,9 +128,14 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     mknod: (path: string, mode: number, dev: number, cb: Callback) => done(ops.mknod(path, mode, dev), cb),
     readlink: (path: string, cb: Callback) => ops.readlink(path).then((target) => cb(0, target), (err) => fail(cb, err)),
     // Read-only attributes from the backend (fuse-native sizes the reply from the buffer).
-    setxattr: (path: string, name: string, _v: Buffer, _pos: number, _f: number, cb: Callback) => done(ops.setxattr(path, name), cb),
-    getxattr: (path: string, name: string, _pos: number, cb: Callback) => ops.getxattr(path, name).then((value) => cb(0, value), (err) => fail(cb, err)),
-    listxattr: (path: string, cb: Callback) => ops.listxattr(path).then((names) => cb(0, names), (err) => fail(cb, err)),
-    removexattr: (path: string, name: string, cb: Callback) => done(ops.removexattr(path, name), cb),
+    // Without them the handlers are left out: libfuse answers ENOSYS and the kernel stops asking.
+    ...(hasXattrOps(ops)
+      ? {
+          setxattr: (path: string, name: string, _v: Buffer, _pos: number, _f: number, cb: Callback) => done(ops.setxattr(path, name), cb),
+          getxattr: (path: string, name: string, _pos: number, cb: Callback) => ops.getxattr(path, name).then((value) => cb(0, value), (err) => fail(cb, err)),
+          listxattr: (path: string, cb: Callback) => ops.listxattr(path).then((names) => cb(0, names), (err) => fail(cb, err)),
+          removexattr: (path: string, name: string, cb: Callback) => done(ops.removexattr(path, name), cb),
+        }
+      : {}),
   };
 }

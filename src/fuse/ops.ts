@@ -36,10 +36,14 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     link: notPossible("hard links"),
     mknod: notPossible("special files"),
     readlink: () => Promise.reject(new FsError("EINVAL", "not a symlink")),
-    getxattr: (path, name) => vfs.getxattr(path, name),
-    listxattr: (path) => vfs.listxattr(path),
-    setxattr: (path, name) => vfs.setxattr(path, name),
-    removexattr: (path, name) => vfs.removexattr(path, name),
+    ...(vfs.hasXattrs
+      ? {
+          getxattr: (path: string, name: string) => vfs.getxattr(path, name),
+          listxattr: (path: string) => vfs.listxattr(path),
+          setxattr: (path: string, name: string) => vfs.setxattr(path, name),
+          removexattr: (path: string, name: string) => vfs.removexattr(path, name),
+        }
+      : {}),
   };
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
   if (!options.verbose) {

@@ -30,11 +30,23 @@ export interface KernelOps {
   link(existing: string, path: string): Promise<void>;
   mknod(path: string, mode: number, dev: number): Promise<void>;
   readlink(path: string): Promise<string>;
-  /** Read-only extended attributes (e.g. a Hub file's commit); setting one fails. */
-  getxattr(path: string, name: string): Promise<Buffer>;
-  listxattr(path: string): Promise<string[]>;
-  setxattr(path: string, name: string): Promise<void>;
-  removexattr(path: string, name: string): Promise<void>;
+  /**
+   * Read-only extended attributes (e.g. a Hub file's commit); setting one fails. All four
+   * are absent when the backend has none: the transport answers ENOSYS once and the kernel
+   * stops asking (otherwise every write() costs a round trip for its `security.capability`
+   * probe).
+   */
+  getxattr?(path: string, name: string): Promise<Buffer>;
+  listxattr?(path: string): Promise<string[]>;
+  setxattr?(path: string, name: string): Promise<void>;
+  removexattr?(path: string, name: string): Promise<void>;
+}
+
+type XattrOpName = "getxattr" | "listxattr" | "setxattr" | "removexattr";
+
+/** Whether the ops serve extended attributes (all four or none). */
+export function hasXattrOps(ops: KernelOps): ops is KernelOps & Required<Pick<KernelOps, XattrOpName>> {
+  return ops.getxattr !== undefined && ops.listxattr !== undefined && ops.setxattr !== undefined && ops.removexattr !== undefined;
 }
 
 export interface TransportOptions {

@@ -76,6 +76,8 @@ const DEFAULTS = {
 
 export class Vfs {
   readonly backend: BackendProtocolV2;
+  /** The backend serves extended attributes (without them the kernel is told there are none). */
+  readonly hasXattrs: boolean;
   private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
   private readonly pages: PageCache;
   private readonly attrs: LRUCache<string, Attr>;
@@ -118,6 +120,7 @@ export class Vfs {
       access: options.access,
       log: options.log,
     };
+    this.hasXattrs = canXattrs(this.backend);
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);

@@ -4,7 +4,7 @@
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
 import { FsError, type VfsStat } from "../../vfs/index.js";
-import type { KernelOps, TransportOptions } from "../transport.js";
+import { hasXattrOps, type KernelOps, type TransportOptions } from "../transport.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
@@ -146,13 +146,10 @@ export class RequestHandler {
       case Op.READLINK:
         return this.ops.readlink(path).then((target) => [Buffer.from(target, "utf8")]);
       case Op.GETXATTR:
-        return this.getxattr(path, decodeNames(body.subarray(8), 1)[0]!, body.readUInt32LE(0));
       case Op.LISTXATTR:
-        return this.ops.listxattr(path).then((names) => sized(Buffer.from(names.map((n) => `${n}\0`).join(""), "utf8"), body.readUInt32LE(0)));
       case Op.SETXATTR:
-        return this.ops.setxattr(path, decodeNames(body.subarray(8), 1)[0]!).then(none);
       case Op.REMOVEXATTR:
-        return this.ops.removexattr(path, decodeNames(body, 1)[0]!).then(none);
+        return this.xattrOp(h.opcode, path, body);
       default:
         return Promise.reject(new FsError("ENOSYS", `opcode ${h.opcode}`));
     }
@@ -335,11 +332,27 @@ export class RequestHandler {
     return [];
   }
 
-  private async getxattr(path: string, name: string, size: number): Promise<Buffer[]> {
-    // The kernel asks for security.capability before every write and ls -l for ACLs and
-    // SELinux labels: the vfs serves user.* names only, so the others end here.
-    if (!name.startsWith("user.")) throw new FsError("ENODATA", name);
-    return sized(await this.ops.getxattr(path, name), size);
+  /** Without extended attributes ENOSYS: the kernel then answers EOPNOTSUPP itself, for good. */
+  private async xattrOp(opcode: number, path: string, body: Buffer): Promise<Buffer[]> {
+    const ops = this.ops;
+    if (!hasXattrOps(ops)) throw new FsError("ENOSYS", "no extended attributes");
+    switch (opcode) {
+      case Op.GETXATTR: {
+        const name = decodeNames(body.subarray(8), 1)[0]!;
+        // The kernel asks for security.capability before every write and ls -l for ACLs and
+        // SELinux labels: the vfs serves user.* names only, so the others end here.
+        if (!name.startsWith("user.")) throw new FsError("ENODATA", name);
+        return sized(await ops.getxattr(path, name), body.readUInt32LE(0));
+      }
+      case Op.LISTXATTR: {
+        const names = await ops.listxattr(path);
+        return sized(Buffer.from(names.map((n) => `${n}\0`).join(""), "utf8"), body.readUInt32LE(0));
+      }
+      case Op.SETXATTR:
+        return ops.setxattr(path, decodeNames(body.subarray(8), 1)[0]!).then(none);
+      default:
+        return ops.removexattr(path, decodeNames(body, 1)[0]!).then(none);
+    }
   }
 }
 
