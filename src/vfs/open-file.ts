@@ -29,11 +29,24 @@ export class OpenFile {
   base: string | null | undefined;
   loading: Promise<void> | null = null;
   uploading: Promise<void> | null = null;
+  /**
+   * Set while an existing file is overwritten from offset 0 without having been loaded
+   * (fio, `dd conv=notrunc`, programs rewriting a file in place): the backend's size. Bytes
+   * past `length` are still the backend's; they are fetched and merged under what was
+   * written only when something needs them (a read, a write past the written prefix, a
+   * flush before the prefix covers the old size). A full overwrite never downloads.
+   */
+  unloadedSize: number | null = null;
 
   constructor(public path: string) {}
 
   get loaded(): boolean {
-    return this.data !== null;
+    return this.data !== null && this.unloadedSize === null;
+  }
+
+  /** The file's size, including an unloaded tail. */
+  get size(): number {
+    return this.unloadedSize === null ? this.length : Math.max(this.length, this.unloadedSize);
   }
 
   content(): Buffer {
@@ -46,6 +59,32 @@ export class OpenFile {
     this.length = bytes.byteLength;
     this.shared = true;
     this.version = version;
+    this.unloadedSize = null;
+  }
+
+  /** Starts overwriting an unloaded file of `size` bytes from offset 0 (see unloadedSize). */
+  overwriteUnloaded(size: number): void {
+    this.data = Buffer.alloc(0);
+    this.length = 0;
+    this.shared = false;
+    this.unloadedSize = size;
+  }
+
+  /** Whether a write at `position` can go ahead without the unloaded tail. */
+  writesWithoutTail(position: number): boolean {
+    return this.unloadedSize !== null && position <= this.length;
+  }
+
+  /** The backend's content, loaded at last, under the prefix written so far. */
+  mergeUnder(bytes: Uint8Array, version: string | undefined): void {
+    if (bytes.byteLength > this.length) {
+      const from = this.length;
+      this.reserve(bytes.byteLength);
+      this.data!.set(bytes.subarray(from), from);
+      this.length = bytes.byteLength;
+    }
+    this.version = version;
+    this.unloadedSize = null;
   }
 
   write(src: Uint8Array, position: number): void {
@@ -54,10 +93,14 @@ export class OpenFile {
     if (position > this.length) this.data!.fill(0, this.length, position);
     this.data!.set(src, position);
     if (end > this.length) this.length = end;
+    // The whole old content is overwritten: nothing is left to load.
+    if (this.unloadedSize !== null && this.length >= this.unloadedSize) this.unloadedSize = null;
     this.touch();
   }
 
+  /** Past the written prefix of an unloaded file, load it first (the caller's job). */
   truncate(size: number): void {
+    if (this.unloadedSize !== null && size <= this.length) this.unloadedSize = null;
     const keep = Math.min(size, this.length);
     this.length = keep;
     this.reserve(size);

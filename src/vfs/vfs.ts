@@ -228,7 +228,7 @@ export class Vfs {
     const handle = this.handle(fh);
     if (!handle.writable) throw new FsError("EBADF", handle.file.path);
     const file = handle.file;
-    await this.load(file);
+    await this.prepareWrite(file, position);
     file.write(source.subarray(0, length), position);
     this.dropOverlayTimes(file.path);
     return length;
@@ -237,8 +237,8 @@ export class Vfs {
   async ftruncate(fh: number, size: number): Promise<void> {
     const file = this.handle(fh).file;
     this.check("write", file.path);
-    if (size > 0) await this.load(file);
-    else if (!file.loaded) file.adopt(new Uint8Array(0), file.version);
+    if (size > 0 && !(file.unloadedSize !== null && size <= file.length)) await this.load(file);
+    else if (!file.loaded && file.unloadedSize === null) file.adopt(new Uint8Array(0), file.version);
     file.truncate(size);
     this.dropOverlayTimes(file.path);
   }
@@ -514,8 +514,11 @@ export class Vfs {
   }
 
   private async attr(path: string): Promise<Attr> {
-    const open = this.fileAttr(path);
-    if (open) return open;
+    return this.fileAttr(path) ?? this.storedAttr(path);
+  }
+
+  /** The attributes of what the backend holds (cached), whatever is open at the path. */
+  private async storedAttr(path: string): Promise<Attr> {
     const cached = this.attrs.get(path);
     if (cached) return cached;
     if (path === "/") return this.dirAttr();
@@ -609,12 +612,12 @@ export class Vfs {
   /** Attributes of a path the mount holds open with known content. */
   private fileAttr(path: string): Attr | undefined {
     const file = this.files.get(path);
-    if (!file || !(file.loaded || file.local)) return undefined;
+    if (!file || !(file.loaded || file.local || file.unloadedSize !== null)) return undefined;
     if (!file.dirty && !file.local && !file.detached && file.version !== undefined) {
       const cached = this.attrs.get(path);
       if (cached && cached.version !== file.version) return undefined;
     }
-    return { isDir: false, size: file.length, mtimeMs: file.mtimeMs, version: file.version ?? "open" };
+    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open" };
   }
 
   private dirAttr(modifiedAt?: string): Attr {
@@ -761,13 +764,17 @@ export class Vfs {
       file.loading = (async () => {
         const path = file.path;
         this.check("read", path);
-        const attr = await this.attr(path);
+        const attr = await this.storedAttr(path);
         if (file.loaded) return;
         const bytes = this.pages.get(path, attr.version) ?? (await this.download(path));
         if (file.loaded) return;
         this.pages.set(path, attr.version, bytes);
-        file.adopt(bytes, attr.version);
         file.base = this.noteServed(path, attr.version);
+        if (file.unloadedSize !== null) {
+          file.mergeUnder(bytes, attr.version);
+          return;
+        }
+        file.adopt(bytes, attr.version);
         file.mtimeMs = attr.mtimeMs;
       })().finally(() => {
         file.loading = null;
@@ -789,10 +796,25 @@ export class Vfs {
     return fileDataToBytes(result.data);
   }
 
+  /**
+   * A write from offset 0 into a file not yet read overwrites it without loading it (see
+   * OpenFile.unloadedSize); any other write needs the content first.
+   */
+  private async prepareWrite(file: OpenFile, position: number): Promise<void> {
+    if (file.loaded || file.detached || file.writesWithoutTail(position)) return;
+    if (position === 0 && file.data === null && !file.loading) {
+      const attr = await this.storedAttr(file.path);
+      if (file.data === null && !file.loading) return file.overwriteUnloaded(attr.size);
+    }
+    await this.load(file);
+  }
+
   /** Uploads a dirty file whole; serialized per file; a failure leaves it dirty. */
   private async upload(file: OpenFile): Promise<void> {
     while (file.uploading) await file.uploading.catch(() => undefined);
     if (!file.dirty || file.detached) return;
+    // An overwrite that has not covered the old content yet uploads it merged.
+    if (file.unloadedSize !== null) await this.load(file);
     const backend = this.backend;
     if (!backend.uploadFiles) throw new FsError("EROFS", `${file.path}: the backend cannot store bytes (no uploadFiles)`);
     const path = file.path;
@@ -876,6 +898,7 @@ export class Vfs {
     }
     // Copy then delete: the target is whole before the source goes (never a half file).
     const open = this.files.get(from);
+    if (open?.unloadedSize != null) await this.load(open);
     const bytes = open?.loaded ? open.content() : await this.download(from);
     const backend = this.backend;
     if (!backend.uploadFiles) throw new FsError("EROFS", `${to}: the backend cannot store bytes`);
