@@ -42,6 +42,13 @@ afterEach(async () => {
 
 const stored = () => fs.readFile(path.join(root, "f.bin"));
 
+/** close(2) of the handle, then what the backend holds at `file`. */
+async function closeAndRead(fh: number, file = "f.bin"): Promise<Buffer> {
+  await vfs.flush(fh);
+  await vfs.release(fh);
+  return fs.readFile(path.join(root, file));
+}
+
 async function readAll(fh: number): Promise<Buffer> {
   const out = Buffer.alloc(100);
   return out.subarray(0, await vfs.read(fh, out, 100, 0));
@@ -53,9 +60,7 @@ describe("overwriting a file that was not read", () => {
     await vfs.write(fh, Buffer.from("ABCDEFGHIJ"), 10, 0);
     await vfs.write(fh, Buffer.from("KLMNOPQRSTUV"), 12, 10);
     expect((await vfs.getattr("/f.bin")).size).toBe(22);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("ABCDEFGHIJKLMNOPQRSTUV"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("ABCDEFGHIJKLMNOPQRSTUV"));
     expect(backend.downloads).toBe(0);
   });
 
@@ -63,9 +68,7 @@ describe("overwriting a file that was not read", () => {
     const fh = await vfs.open("/f.bin", O_WRONLY);
     await vfs.write(fh, Buffer.from("ABCDE"), 5, 0);
     expect((await vfs.getattr("/f.bin")).size).toBe(20);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("ABCDE56789abcdefghij"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("ABCDE56789abcdefghij"));
     expect(backend.downloads).toBe(1);
   });
 
@@ -74,27 +77,21 @@ describe("overwriting a file that was not read", () => {
     await vfs.write(fh, Buffer.from("ABC"), 3, 0);
     expect(await readAll(fh)).toEqual(Buffer.from("ABC3456789abcdefghij"));
     await vfs.write(fh, Buffer.from("XY"), 2, 18);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("ABC3456789abcdefghXY"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("ABC3456789abcdefghXY"));
   });
 
   it("a write past the written prefix fetches the old content first", async () => {
     const fh = await vfs.open("/f.bin", O_RDWR);
     await vfs.write(fh, Buffer.from("AB"), 2, 0);
     await vfs.write(fh, Buffer.from("Z"), 1, 10);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("AB23456789Zbcdefghij"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("AB23456789Zbcdefghij"));
   });
 
   it("truncating within the prefix needs nothing old; past it, the old bytes come back", async () => {
     let fh = await vfs.open("/f.bin", O_RDWR);
     await vfs.write(fh, Buffer.from("ABCDEFGH"), 8, 0);
     await vfs.ftruncate(fh, 6);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("ABCDEF"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("ABCDEF"));
     expect(backend.downloads).toBe(0);
 
     await fs.writeFile(path.join(root, "f.bin"), OLD);
@@ -102,18 +99,14 @@ describe("overwriting a file that was not read", () => {
     fh = await vfs.open("/f.bin", O_RDWR);
     await vfs.write(fh, Buffer.from("AB"), 2, 0);
     await vfs.ftruncate(fh, 12);
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await stored()).toEqual(Buffer.from("AB23456789ab"));
+    expect(await closeAndRead(fh)).toEqual(Buffer.from("AB23456789ab"));
   });
 
   it("a rename of the file while it is being overwritten moves the merged content", async () => {
     const fh = await vfs.open("/f.bin", O_RDWR);
     await vfs.write(fh, Buffer.from("AB"), 2, 0);
     await vfs.rename("/f.bin", "/g.bin");
-    await vfs.flush(fh);
-    await vfs.release(fh);
-    expect(await fs.readFile(path.join(root, "g.bin"))).toEqual(Buffer.from("AB23456789abcdefghij"));
+    expect(await closeAndRead(fh, "g.bin")).toEqual(Buffer.from("AB23456789abcdefghij"));
     await expect(stored()).rejects.toThrow();
   });
 });
