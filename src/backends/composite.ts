@@ -22,6 +22,7 @@ import {
   canUploadFromBase,
   canWatch,
   canXattrs,
+  canReadRange,
   isSandboxBackend,
   isSandboxProtocol,
   parentOf,
@@ -45,6 +46,7 @@ import {
   type UploadFromBase,
   type UploadFromBaseResponse,
   type WriteResult,
+  type RangeReadResult,
   type XattrsResult,
 } from "../protocol/index.js";
 import { absolutePatternMatcher, rebaseAbsolutePattern } from "./rebase-pattern.js";
@@ -88,10 +90,11 @@ export class CompositeBackend implements BackendProtocolV2 {
     const adapted: Record<string, BackendProtocolV2> = {};
     for (const [key, backend] of Object.entries(routes)) adapted[key] = adapt(backend);
     this.table = new RouteTable(this.defaultBackend, adapted);
-    // Extended attributes exist where some backend has them (a mount then leaves the
-    // kernel's attribute probes out entirely).
-    if (![this.defaultBackend, ...Object.values(adapted)].some(canXattrs)) {
-      Object.defineProperty(this, "xattrs", { value: undefined, enumerable: false, configurable: true });
+    // Capabilities exist only where some backend has them: a mount without extended
+    // attributes leaves the kernel's attribute probes out, one without ranged reads never asks.
+    const backends = [this.defaultBackend, ...Object.values(adapted)];
+    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange]] as const) {
+      if (!backends.some(offeredBy)) Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
     }
   }
 
@@ -499,6 +502,13 @@ export class CompositeBackend implements BackendProtocolV2 {
       }
     }
     return errors.length > 0 ? { error: errors.join("; ") } : {};
+  }
+
+  /** Forwarded to the serving backend; one that cannot says so (the caller reads the file whole). */
+  async readRange(path: string, offset: number, length: number): Promise<RangeReadResult> {
+    const { backend, innerPath } = this.table.resolve(path);
+    if (!canReadRange(backend)) return { unsupported: true };
+    return await backend.readRange(innerPath, offset, length);
   }
 
   /** Forwarded to the serving backend; backends without extended attributes have none. */

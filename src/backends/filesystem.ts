@@ -18,6 +18,7 @@
 import fs from "node:fs/promises";
 import fsConstants from "node:fs";
 import path from "node:path";
+import { promisify } from "node:util";
 import {
   EMPTY_CONTENT_WARNING,
   applyGrepMaxCount,
@@ -44,6 +45,8 @@ import {
   type GrepMatch,
   type GrepResult,
   type LsResult,
+  type RangeReadable,
+  type RangeReadResult,
   type ReadRawResult,
   type ReadResult,
   type Renamable,
@@ -82,7 +85,7 @@ export interface FilesystemBackendOptions {
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable {
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -347,6 +350,33 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     }
   }
 
+  /** pread of part of a file: the mount reads large files this way (streaming, no whole download). */
+  async readRange(filePath: string, offset: number, length: number): Promise<RangeReadResult> {
+    try {
+      const target = await this.paths.resolve(filePath, { followLeaf: true });
+      if (target.missing) return { error: "file_not_found" };
+      const fd = fsConstants.openSync(target.hostPath, fsConstants.constants.O_RDONLY);
+      try {
+        const buffer = Buffer.allocUnsafe(length);
+        let filled = 0;
+        while (filled < length) {
+          // Inline up to the size writes are made inline at (see atomic-write.ts).
+          const n =
+            length <= INLINE_WRITE_MAX_BYTES
+              ? fsConstants.readSync(fd, buffer, filled, length - filled, offset + filled)
+              : (await readAt(fd, buffer, filled, length - filled, offset + filled)).bytesRead;
+          if (n === 0) break;
+          filled += n;
+        }
+        return { content: buffer.subarray(0, filled) };
+      } finally {
+        fsConstants.closeSync(fd);
+      }
+    } catch (error) {
+      return { error: toFileOperationError(error) };
+    }
+  }
+
   /** One entry, following an in-root symlink; a missing entry gives `{}`. */
   async stat(filePath: string): Promise<StatResult> {
     try {
@@ -497,6 +527,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
   }
 }
+
+const readAt = promisify(fsConstants.read);
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */
 function renameCreatingParents(from: string, to: string): void {

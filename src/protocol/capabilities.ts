@@ -3,7 +3,7 @@
  * them; the vfs detects them with the guards below and falls back where they are missing.
  * Like the protocol, they return errors as values.
  */
-import type { FileInfo, FileUploadResponse, MaybePromise } from "./types.js";
+import type { FileInfo, FileOperationError, FileUploadResponse, MaybePromise } from "./types.js";
 
 export interface RenameResult {
   error?: string;
@@ -92,6 +92,22 @@ export interface ExtendedAttributes {
   xattrs(path: string): MaybePromise<XattrsResult>;
 }
 
+export interface RangeReadResult {
+  /** Up to `length` bytes from `offset`; fewer at the end of the file, none past it. */
+  content?: Uint8Array;
+  error?: FileOperationError;
+  /** This path cannot be read in parts (a composite route without the capability): read it whole. */
+  unsupported?: true;
+}
+
+/**
+ * Part of a file without the rest (a disk: pread). A mount reads large files this way, so a
+ * sequential read streams instead of downloading the whole file before its first byte.
+ */
+export interface RangeReadable {
+  readRange(path: string, offset: number, length: number): MaybePromise<RangeReadResult>;
+}
+
 /** One file of an upload that names the content it was derived from. */
 export interface UploadFromBase {
   path: string;
@@ -129,5 +145,6 @@ export const canTrackChanges = (b: unknown): b is ChangeTracking => hasMethod(b,
 export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
 export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
+export const canReadRange = (b: unknown): b is RangeReadable => hasMethod(b, "readRange");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

@@ -10,6 +10,7 @@ import {
   basenameOf,
   boundedLru,
   canMkdir,
+  canReadRange,
   canRename,
   canRenameFromBase,
   canStat,
@@ -25,6 +26,7 @@ import {
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
+  type RangeReadable,
   type StatResult,
   type UploadFromBaseResponse,
   type XattrsResult,
@@ -68,6 +70,9 @@ const HIDDEN_PREFIX = ".fuse_hidden";
 /** Extended attributes a backend may offer (read-only); other names are never looked up. */
 const XATTR_PREFIX = "user.backendfs.";
 
+/** Files from this size on are read in parts where the backend can (see readPart). */
+const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
+
 const DEFAULTS = {
   attrTimeoutMs: 1000,
   cacheSizeBytes: 256 * 1024 * 1024,
@@ -78,6 +83,8 @@ export class Vfs {
   readonly backend: BackendProtocolV2;
   /** The backend serves extended attributes (without them the kernel is told there are none). */
   readonly hasXattrs: boolean;
+  /** The backend reads parts of files (large files are then streamed, see readPart). */
+  private readonly readsRanges: boolean;
   private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
   private readonly pages: PageCache;
   private readonly attrs: LRUCache<string, Attr>;
@@ -121,6 +128,7 @@ export class Vfs {
       log: options.log,
     };
     this.hasXattrs = canXattrs(this.backend);
+    this.readsRanges = canReadRange(this.backend);
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
@@ -216,6 +224,10 @@ export class Vfs {
 
   async read(fh: number, target: Buffer, length: number, position: number): Promise<number> {
     const file = this.handle(fh).file;
+    if (this.readsRanges && !file.loaded && !file.loading && file.unloadedSize === null && !file.detached) {
+      const n = await this.readPart(file, target, length, position);
+      if (n !== undefined) return n;
+    }
     await this.load(file);
     const available = file.length - position;
     if (available <= 0) return 0;
@@ -794,6 +806,25 @@ export class Vfs {
     const result = await this.call("readRaw", () => backend.readRaw(path));
     if (result.error || !result.data) throw backendError(result.error ?? "file_not_found", `read ${path}`);
     return fileDataToBytes(result.data);
+  }
+
+  /**
+   * A large file that is not loaded is read in parts from a backend that can (a disk): a
+   * sequential read streams instead of waiting for the whole file, and nothing holds all of
+   * it in memory (the kernel's page cache keeps what was read). Small files are loaded whole:
+   * one request, then served from the page cache. undefined: load the file instead.
+   */
+  private async readPart(file: OpenFile, target: Buffer, length: number, position: number): Promise<number | undefined> {
+    const path = file.path;
+    const attr = await this.storedAttr(path);
+    if (attr.size < RANGE_READ_MIN_BYTES || this.pages.get(path, attr.version)) return undefined;
+    this.check("read", path);
+    const backend = this.backend as unknown as RangeReadable;
+    const result = await this.call("readRange", () => backend.readRange(path, position, length));
+    if (result.unsupported) return undefined;
+    if (result.error || !result.content) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    target.set(result.content.subarray(0, length));
+    return Math.min(length, result.content.byteLength);
   }
 
   /**

@@ -1,0 +1,106 @@
+/**
+ * Large files are read in parts from backends that can (FilesystemBackend's pread), small
+ * ones loaded whole; a composite route without the capability is read whole. Content is
+ * checked byte for byte, and the backend calls are counted.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import fs from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { Vfs } from "../../src/vfs/index.js";
+import { createStandaloneState } from "../fuse/helpers/state-backend.js";
+
+const MiB = 1 << 20;
+const CHUNK = 128 * 1024;
+
+/** A real FilesystemBackend that counts whole downloads and ranged reads. */
+class CountingBackend extends FilesystemBackend {
+  downloads = 0;
+  ranges = 0;
+  override async downloadFiles(paths: string[]) {
+    this.downloads += paths.length;
+    return super.downloadFiles(paths);
+  }
+  override async readRange(filePath: string, offset: number, length: number) {
+    this.ranges++;
+    return super.readRange(filePath, offset, length);
+  }
+}
+
+let root: string;
+let backend: CountingBackend;
+let vfs: Vfs;
+
+beforeEach(async () => {
+  root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-vfs-range-"));
+  backend = new CountingBackend({ rootDir: root, virtualMode: true, maxFileSizeMb: 100 });
+  vfs = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": backend }), {});
+});
+
+afterEach(async () => {
+  await vfs.close();
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+/** Reads a whole file through one handle in kernel-sized requests. */
+async function readSequentially(file: string, size: number): Promise<Buffer> {
+  const fh = await vfs.open(file, 0);
+  const out = Buffer.alloc(size + CHUNK);
+  let position = 0;
+  for (;;) {
+    const n = await vfs.read(fh, out.subarray(position, position + CHUNK), CHUNK, position);
+    if (n === 0) break;
+    position += n;
+  }
+  await vfs.release(fh);
+  return out.subarray(0, position);
+}
+
+describe("ranged reads", () => {
+  it("a large file streams in parts and reads back exactly", async () => {
+    const content = randomBytes(9 * MiB + 12345);
+    await fs.writeFile(path.join(root, "big.bin"), content);
+    expect((await readSequentially("/fs/big.bin", content.length)).equals(content)).toBe(true);
+    expect(backend.downloads).toBe(0);
+    expect(backend.ranges).toBe(Math.ceil(content.length / CHUNK) + 1);
+  });
+
+  it("a small file is loaded whole once", async () => {
+    const content = randomBytes(300 * 1024);
+    await fs.writeFile(path.join(root, "small.bin"), content);
+    expect((await readSequentially("/fs/small.bin", content.length)).equals(content)).toBe(true);
+    expect(backend.downloads).toBe(1);
+    expect(backend.ranges).toBe(0);
+  });
+
+  it("a large file on a route without ranged reads is loaded whole", async () => {
+    const content = Buffer.from("x".repeat(9 * MiB));
+    const fh = await vfs.create("/big.txt", 0o644);
+    await vfs.write(fh, content, content.length, 0);
+    await vfs.release(fh);
+    vfs.invalidate();
+    expect((await readSequentially("/big.txt", content.length)).equals(content)).toBe(true);
+    expect(backend.ranges).toBe(0);
+  });
+
+  it("a file written through the mount is read from its buffer, then from the page cache", async () => {
+    const content = randomBytes(9 * MiB);
+    const fh = await vfs.create("/fs/written.bin", 0o644);
+    await vfs.write(fh, content, content.length, 0);
+    await vfs.flush(fh);
+    await vfs.release(fh);
+    expect((await readSequentially("/fs/written.bin", content.length)).equals(content)).toBe(true);
+    expect(backend.ranges).toBe(0);
+  });
+
+  it("a large file removed behind the mount fails the read with ENOENT", async () => {
+    await fs.writeFile(path.join(root, "gone.bin"), randomBytes(9 * MiB));
+    const fh = await vfs.open("/fs/gone.bin", 0);
+    await fs.rm(path.join(root, "gone.bin"));
+    await expect(vfs.read(fh, Buffer.alloc(CHUNK), CHUNK, 0)).rejects.toMatchObject({ code: "ENOENT" });
+    await vfs.release(fh);
+  });
+});
