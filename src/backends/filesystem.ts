@@ -18,7 +18,6 @@
 import fs from "node:fs/promises";
 import fsConstants from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
 import {
   EMPTY_CONTENT_WARNING,
   applyGrepMaxCount,
@@ -60,6 +59,7 @@ import { INLINE_WRITE_MAX_BYTES, writeFileAtomic } from "./atomic-write.js";
 import { BackendPathError, describeFsError, errorCode, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
 import { UnsyncedWrites } from "./filesystem-sync.js";
+import { ReadHandles } from "./read-handles.js";
 import { ripgrepSearch } from "./ripgrep.js";
 import { walkTree } from "./tree-walk.js";
 
@@ -95,6 +95,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   private readonly grepTimeoutMs: number;
   private readonly durableWrites: boolean;
   private readonly unsynced = new UnsyncedWrites();
+  private readonly readHandles = new ReadHandles();
 
   constructor(options: FilesystemBackendOptions = {}) {
     const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30, durableWrites = false } = options;
@@ -355,23 +356,33 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     try {
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       if (target.missing) return { error: "file_not_found" };
-      const fd = fsConstants.openSync(target.hostPath, fsConstants.constants.O_RDONLY);
+      const stat = target.stat ?? fsConstants.statSync(target.hostPath);
+      if (stat.isDirectory()) return { error: "is_directory" };
+      const buffer = Buffer.allocUnsafe(length);
+      if (length > INLINE_WRITE_MAX_BYTES) {
+        // A large part through the pool, on a descriptor of its own (a held one may be closed meanwhile).
+        const handle = await fs.open(target.hostPath, "r");
+        try {
+          const { bytesRead } = await handle.read(buffer, 0, length, offset);
+          return { content: buffer.subarray(0, bytesRead) };
+        } finally {
+          await handle.close();
+        }
+      }
+      // Inline, as writes up to this size are (see atomic-write.ts), on the file's held descriptor.
+      const fd = this.readHandles.acquire(target.hostPath, stat);
+      let filled = 0;
       try {
-        const buffer = Buffer.allocUnsafe(length);
-        let filled = 0;
         while (filled < length) {
-          // Inline up to the size writes are made inline at (see atomic-write.ts).
-          const n =
-            length <= INLINE_WRITE_MAX_BYTES
-              ? fsConstants.readSync(fd, buffer, filled, length - filled, offset + filled)
-              : (await readAt(fd, buffer, filled, length - filled, offset + filled)).bytesRead;
+          const n = fsConstants.readSync(fd, buffer, filled, length - filled, offset + filled);
           if (n === 0) break;
           filled += n;
         }
-        return { content: buffer.subarray(0, filled) };
-      } finally {
-        fsConstants.closeSync(fd);
+      } catch (error) {
+        this.readHandles.close(target.hostPath);
+        throw error;
       }
+      return { content: buffer.subarray(0, filled) };
     } catch (error) {
       return { error: toFileOperationError(error) };
     }
@@ -527,8 +538,6 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
   }
 }
-
-const readAt = promisify(fsConstants.read);
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */
 function renameCreatingParents(from: string, to: string): void {

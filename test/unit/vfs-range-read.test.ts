@@ -104,3 +104,26 @@ describe("ranged reads", () => {
     await vfs.release(fh);
   });
 });
+
+describe("FilesystemBackend.readRange", () => {
+  it("reads parts, short at the end, empty past it, and follows a file replaced by rename", async () => {
+    await fs.writeFile(path.join(root, "r.bin"), "0123456789");
+    expect(Buffer.from((await backend.readRange("/r.bin", 2, 3)).content!).toString()).toBe("234");
+    expect(Buffer.from((await backend.readRange("/r.bin", 8, 5)).content!).toString()).toBe("89");
+    expect((await backend.readRange("/r.bin", 20, 5)).content!.byteLength).toBe(0);
+    // The descriptor held from the reads above names the old file: a rename over it is seen.
+    await fs.writeFile(path.join(root, "new.bin"), "abcdefghij");
+    await fs.rename(path.join(root, "new.bin"), path.join(root, "r.bin"));
+    expect(Buffer.from((await backend.readRange("/r.bin", 2, 3)).content!).toString()).toBe("cde");
+    const large = await backend.readRange("/r.bin", 0, 2 * MiB);
+    expect(Buffer.from(large.content!).toString()).toBe("abcdefghij");
+  });
+
+  it("missing, directory and escaping paths are errors", async () => {
+    await fs.mkdir(path.join(root, "dir"));
+    await fs.symlink("/etc/hostname", path.join(root, "out"));
+    expect(await backend.readRange("/nope.bin", 0, 10)).toEqual({ error: "file_not_found" });
+    expect(await backend.readRange("/dir", 0, 10)).toEqual({ error: "is_directory" });
+    expect((await backend.readRange("/out", 0, 10)).error).toBeDefined();
+  });
+});
