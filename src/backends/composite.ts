@@ -505,10 +505,10 @@ export class CompositeBackend implements BackendProtocolV2 {
   }
 
   /** Forwarded to the serving backend; one that cannot says so (the caller reads the file whole). */
-  async readRange(path: string, offset: number, length: number): Promise<RangeReadResult> {
+  async readRange(path: string, offset: number, target: Uint8Array): Promise<RangeReadResult> {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canReadRange(backend)) return { unsupported: true };
-    return await backend.readRange(innerPath, offset, length);
+    return await backend.readRange(innerPath, offset, target);
   }
 
   /** Forwarded to the serving backend; backends without extended attributes have none. */

@@ -351,38 +351,37 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     }
   }
 
-  /** pread of part of a file: the mount reads large files this way (streaming, no whole download). */
-  async readRange(filePath: string, offset: number, length: number): Promise<RangeReadResult> {
+  /** pread of part of a file into `target`: the mount reads large files this way (streaming, no whole download). */
+  async readRange(filePath: string, offset: number, target: Uint8Array): Promise<RangeReadResult> {
     try {
-      const target = await this.paths.resolve(filePath, { followLeaf: true });
-      if (target.missing) return { error: "file_not_found" };
-      const stat = target.stat ?? fsConstants.statSync(target.hostPath);
+      const resolved = await this.paths.resolve(filePath, { followLeaf: true });
+      if (resolved.missing) return { error: "file_not_found" };
+      const stat = resolved.stat ?? fsConstants.statSync(resolved.hostPath);
       if (stat.isDirectory()) return { error: "is_directory" };
-      const buffer = Buffer.allocUnsafe(length);
+      const length = target.byteLength;
       if (length > INLINE_WRITE_MAX_BYTES) {
         // A large part through the pool, on a descriptor of its own (a held one may be closed meanwhile).
-        const handle = await fs.open(target.hostPath, "r");
+        const handle = await fs.open(resolved.hostPath, "r");
         try {
-          const { bytesRead } = await handle.read(buffer, 0, length, offset);
-          return { content: buffer.subarray(0, bytesRead) };
+          return { bytesRead: (await handle.read(target, 0, length, offset)).bytesRead };
         } finally {
           await handle.close();
         }
       }
       // Inline, as writes up to this size are (see atomic-write.ts), on the file's held descriptor.
-      const fd = this.readHandles.acquire(target.hostPath, stat);
+      const fd = this.readHandles.acquire(resolved.hostPath, stat);
       let filled = 0;
       try {
         while (filled < length) {
-          const n = fsConstants.readSync(fd, buffer, filled, length - filled, offset + filled);
+          const n = fsConstants.readSync(fd, target, filled, length - filled, offset + filled);
           if (n === 0) break;
           filled += n;
         }
       } catch (error) {
-        this.readHandles.close(target.hostPath);
+        this.readHandles.close(resolved.hostPath);
         throw error;
       }
-      return { content: buffer.subarray(0, filled) };
+      return { bytesRead: filled };
     } catch (error) {
       return { error: toFileOperationError(error) };
     }

@@ -93,19 +93,20 @@ export interface ExtendedAttributes {
 }
 
 export interface RangeReadResult {
-  /** Up to `length` bytes from `offset`; fewer at the end of the file, none past it. */
-  content?: Uint8Array;
+  /** How many bytes were read into the target: fewer at the end of the file, 0 past it. */
+  bytesRead?: number;
   error?: FileOperationError;
   /** This path cannot be read in parts (a composite route without the capability): read it whole. */
   unsupported?: true;
 }
 
 /**
- * Part of a file without the rest (a disk: pread). A mount reads large files this way, so a
- * sequential read streams instead of downloading the whole file before its first byte.
+ * Part of a file without the rest (a disk: pread), read into the caller's buffer (up to its
+ * length). A mount reads large files this way, so a sequential read streams instead of
+ * downloading the whole file before its first byte, and no buffer is allocated per read.
  */
 export interface RangeReadable {
-  readRange(path: string, offset: number, length: number): MaybePromise<RangeReadResult>;
+  readRange(path: string, offset: number, target: Uint8Array): MaybePromise<RangeReadResult>;
 }
 
 /** One file of an upload that names the content it was derived from. */

@@ -820,11 +820,10 @@ export class Vfs {
     if (attr.size < RANGE_READ_MIN_BYTES || this.pages.get(path, attr.version)) return undefined;
     this.check("read", path);
     const backend = this.backend as unknown as RangeReadable;
-    const result = await this.call("readRange", () => backend.readRange(path, position, length));
+    const result = await this.call("readRange", () => backend.readRange(path, position, target.subarray(0, length)));
     if (result.unsupported) return undefined;
-    if (result.error || !result.content) throw backendError(result.error ?? "file_not_found", `read ${path}`);
-    target.set(result.content.subarray(0, length));
-    return Math.min(length, result.content.byteLength);
+    if (result.error || result.bytesRead === undefined) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    return result.bytesRead;
   }
 
   /**
