@@ -23,6 +23,7 @@ import {
   canWatch,
   canXattrs,
   canReadRange,
+  canSetMetadata,
   isSandboxBackend,
   isSandboxProtocol,
   parentOf,
@@ -46,7 +47,9 @@ import {
   type UploadFromBase,
   type UploadFromBaseResponse,
   type WriteResult,
+  type FileMetadata,
   type RangeReadResult,
+  type SetMetadataResult,
   type XattrsResult,
 } from "../protocol/index.js";
 import { absolutePatternMatcher, rebaseAbsolutePattern } from "./rebase-pattern.js";
@@ -93,7 +96,7 @@ export class CompositeBackend implements BackendProtocolV2 {
     // Capabilities exist only where some backend has them: a mount without extended
     // attributes leaves the kernel's attribute probes out, one without ranged reads never asks.
     const backends = [this.defaultBackend, ...Object.values(adapted)];
-    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange]] as const) {
+    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange], ["setMetadata", canSetMetadata]] as const) {
       if (!backends.some(offeredBy)) Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
     }
   }
@@ -509,6 +512,14 @@ export class CompositeBackend implements BackendProtocolV2 {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canReadRange(backend)) return { unsupported: true };
     return await backend.readRange(innerPath, offset, target);
+  }
+
+  /** Forwarded to the serving backend; one that cannot keep metadata says so. */
+  async setMetadata(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {
+    if (this.table.isImplicitDirectory(path)) return { unsupported: true };
+    const { backend, innerPath } = this.table.resolve(path);
+    if (!canSetMetadata(backend)) return { unsupported: true };
+    return await backend.setMetadata(innerPath, metadata);
   }
 
   /** Forwarded to the serving backend; backends without extended attributes have none. */

@@ -44,9 +44,12 @@ import {
   type GrepMatch,
   type GrepResult,
   type LsResult,
+  type FileMetadata,
+  type MetadataStorage,
   type RangeReadable,
   type RangeReadResult,
   type ReadRawResult,
+  type SetMetadataResult,
   type ReadResult,
   type Renamable,
   type RenameResult,
@@ -85,7 +88,7 @@ export interface FilesystemBackendOptions {
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable {
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -387,6 +390,21 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     }
   }
 
+  /** chmod(2) and utimes(2) of an entry (following an in-root symlink). */
+  async setMetadata(filePath: string, metadata: FileMetadata): Promise<SetMetadataResult> {
+    try {
+      const { hostPath } = await this.paths.resolve(filePath, { followLeaf: true });
+      if (metadata.mode !== undefined) fsConstants.chmodSync(hostPath, metadata.mode & 0o7777);
+      if (metadata.atimeMs !== undefined && metadata.mtimeMs !== undefined) {
+        fsConstants.utimesSync(hostPath, metadata.atimeMs / 1000, metadata.mtimeMs / 1000);
+      }
+      return {};
+    } catch (error) {
+      if (isMissing(error)) return { error: `Error: '${filePath}' not found` };
+      return { error: `Error changing '${filePath}': ${describeFsError(error)}` };
+    }
+  }
+
   /** One entry, following an in-root symlink; a missing entry gives `{}`. */
   async stat(filePath: string): Promise<StatResult> {
     try {
@@ -404,6 +422,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
           modified_at: stat.mtime.toISOString(),
           created_at: created.toISOString(),
           version: `${stat.mtimeMs}-${stat.size}-${stat.ino}`,
+          mode: stat.mode & 0o7777,
         },
       };
     } catch (error) {

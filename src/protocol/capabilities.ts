@@ -37,6 +37,8 @@ export interface FileStat extends FileInfo {
   created_at?: string;
   /** Changes whenever the content changes: mtime+size, content hash, commit hash... */
   version?: string;
+  /** Permission bits, where the backend stores them (a disk). */
+  mode?: number;
 }
 
 export interface StatResult {
@@ -109,6 +111,30 @@ export interface RangeReadable {
   readRange(path: string, offset: number, target: Uint8Array): MaybePromise<RangeReadResult>;
 }
 
+/** What `setMetadata` changes; absent fields stay as they are. */
+export interface FileMetadata {
+  /** Permission bits (0o7777). */
+  mode?: number;
+  /** Times in milliseconds since the epoch; both are given together. */
+  atimeMs?: number;
+  mtimeMs?: number;
+}
+
+export interface SetMetadataResult {
+  error?: string;
+  /** This path cannot keep metadata (a composite route without the capability). */
+  unsupported?: true;
+}
+
+/**
+ * Permission bits and times stored with the entry (a disk: chmod(2), utimes(2)). A mount
+ * stores `chmod`, `touch -d`, `cp -p` and the creator's mode this way; without it they last
+ * for the mount's lifetime only.
+ */
+export interface MetadataStorage {
+  setMetadata(path: string, metadata: FileMetadata): MaybePromise<SetMetadataResult>;
+}
+
 /** One file of an upload that names the content it was derived from. */
 export interface UploadFromBase {
   path: string;
@@ -147,5 +173,6 @@ export const canWatch = (b: unknown): b is Watchable => hasMethod(b, "watch");
 export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir");
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
 export const canReadRange = (b: unknown): b is RangeReadable => hasMethod(b, "readRange");
+export const canSetMetadata = (b: unknown): b is MetadataStorage => hasMethod(b, "setMetadata");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

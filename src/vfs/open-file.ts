@@ -20,6 +20,8 @@ export class OpenFile {
   /** Bumped by every change; an upload clears `dirty` only if nothing changed meanwhile. */
   changes = 0;
   mtimeMs = Date.now();
+  /** Permission bits the backend keeps for the file (a disk); undefined: the defaults. */
+  mode: number | undefined;
   /** The backend version the content was loaded from. */
   version: string | undefined;
   /**

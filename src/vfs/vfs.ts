@@ -11,6 +11,7 @@ import {
   boundedLru,
   canMkdir,
   canReadRange,
+  canSetMetadata,
   canRename,
   canRenameFromBase,
   canStat,
@@ -26,6 +27,8 @@ import {
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
+  type FileMetadata,
+  type MetadataStorage,
   type RangeReadable,
   type StatResult,
   type UploadFromBaseResponse,
@@ -42,12 +45,21 @@ interface Attr {
   size: number;
   mtimeMs: number;
   version: string;
+  /** Permission bits the backend stores (a disk); undefined: the defaults. */
+  mode?: number;
 }
+
+/** Permission bits shown where neither the backend nor chmod says otherwise. */
+const DEFAULT_FILE_MODE = 0o644;
+const DEFAULT_DIR_MODE = 0o755;
 
 /** A directory listing: name -> is it a directory. */
 type Listing = Map<string, boolean>;
 
-/** Metadata the backend cannot store, kept for the mount's lifetime (SEMANTICS.md). */
+/**
+ * Modes and times set through the mount, shown for its lifetime (SEMANTICS.md); also stored
+ * in backends that keep them (MetadataStorage).
+ */
 interface Overlay {
   mode?: number;
   atimeMs?: number;
@@ -196,6 +208,7 @@ export class Vfs {
     const attr = await this.attr(path);
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
     const file = this.acquire(path);
+    file.mode ??= attr.mode;
     // A file changed elsewhere since we loaded it is read afresh (close-to-open).
     if (!file.dirty && !file.local && file.refs === 1 && file.loaded && file.version !== attr.version) file.data = null;
     if (writable && !file.loaded) file.base = this.servedBase(path, attr.version);
@@ -345,6 +358,7 @@ export class Vfs {
     }
     this.attrs.delete(path);
     this.overlays.set(path, { mode: mode & 0o7777 });
+    if (!this.implicitDirs.has(path) && (mode & 0o7777) !== DEFAULT_DIR_MODE) await this.storeMetadata(path, { mode: mode & 0o7777 });
     this.addToListing(path, true);
   }
 
@@ -423,6 +437,7 @@ export class Vfs {
   async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
     this.check("write", path);
     await this.attr(path);
+    if (!this.files.get(path)?.local) await this.storeMetadata(path, { atimeMs, mtimeMs });
     const overlay = this.overlay(path);
     overlay.atimeMs = atimeMs;
     overlay.mtimeMs = mtimeMs;
@@ -431,6 +446,7 @@ export class Vfs {
   async chmod(path: string, mode: number): Promise<void> {
     this.check("write", path);
     await this.attr(path);
+    if (!this.files.get(path)?.local) await this.storeMetadata(path, { mode: mode & 0o7777 });
     this.overlay(path).mode = mode & 0o7777;
   }
 
@@ -551,10 +567,10 @@ export class Vfs {
         if (this.implicitDirs.has(path)) return this.dirAttr();
         throw new FsError("ENOENT", path);
       }
-      if (stat.is_dir) return this.remember(path, this.dirAttr(stat.modified_at));
+      if (stat.is_dir) return this.remember(path, { ...this.dirAttr(stat.modified_at), mode: stat.mode });
       const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
       const mtimeMs = parseTime(stat.modified_at) ?? this.firstSeen(path, version);
-      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version });
+      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode });
     }
     if (this.implicitDirs.has(path)) return this.dirAttr();
     const listing = parentListing ?? (await this.listing(parent, false));
@@ -580,15 +596,48 @@ export class Vfs {
    * (editors compare it: vim asks "changed since reading it?" on stdin). A backend without
    * times (the Hub) has its new version shown at the time the mount gave it.
    */
-  private async storedMtime(path: string, localMs: number): Promise<number> {
+  private async storedMtime(path: string, file: OpenFile): Promise<number> {
+    const localMs = file.mtimeMs;
     if (!canStat(this.backend)) return localMs;
     const result = await this.statInBackend(path).catch(() => undefined);
     const stat = result?.stat;
     if (!stat || result.error || stat.is_dir) return localMs;
+    // The permission bits the backend keeps (a disk file rewritten keeps its own).
+    if (stat.mode !== undefined) file.mode = stat.mode;
     const ms = parseTime(stat.modified_at);
     if (ms !== undefined) return ms;
     if (stat.version) this.versionSeen.set(path, { version: stat.version, ms: localMs });
     return localMs;
+  }
+
+  /**
+   * After an upload, the mode and times a file was given while it existed only in the mount
+   * (`cp -p`, `install -m`, an `open(O_CREAT, 0755)`) go to a backend that keeps them. A file
+   * with the default mode and no times set costs nothing here.
+   */
+  private async storeOverlay(file: OpenFile): Promise<void> {
+    const overlay = this.overlays.get(file.path);
+    if (!overlay || !canSetMetadata(this.backend)) return;
+    const metadata: FileMetadata = {};
+    if (overlay.mode !== undefined && overlay.mode !== DEFAULT_FILE_MODE) metadata.mode = overlay.mode;
+    if (overlay.mtimeMs !== undefined) {
+      metadata.atimeMs = overlay.atimeMs ?? overlay.mtimeMs;
+      metadata.mtimeMs = overlay.mtimeMs;
+    }
+    if (metadata.mode === undefined && metadata.mtimeMs === undefined) return;
+    if ((await this.storeMetadata(file.path, metadata)) && metadata.mtimeMs !== undefined) file.mtimeMs = metadata.mtimeMs;
+  }
+
+  /** Stores mode and times where the backend keeps them; false where it cannot (the overlay alone has them). */
+  private async storeMetadata(path: string, metadata: FileMetadata): Promise<boolean> {
+    if (!canSetMetadata(this.backend)) return false;
+    const backend = this.backend as unknown as MetadataStorage;
+    const result = await this.call("setMetadata", () => backend.setMetadata(path, metadata));
+    if (result.unsupported) return false;
+    if (result.error) throw backendError(result.error, `setMetadata ${path}`);
+    // Times changed the backend's version of the file (a disk's mtime): ask again.
+    if (metadata.mtimeMs !== undefined) this.attrs.delete(path);
+    return true;
   }
 
   /**
@@ -629,7 +678,7 @@ export class Vfs {
       const cached = this.attrs.get(path);
       if (cached && cached.version !== file.version) return undefined;
     }
-    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open" };
+    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode };
   }
 
   private dirAttr(modifiedAt?: string): Attr {
@@ -712,7 +761,7 @@ export class Vfs {
 
   private toStat(path: string, attr: Attr): VfsStat {
     const overlay = this.overlays.get(path);
-    const perm = overlay?.mode ?? (attr.isDir ? 0o755 : 0o644);
+    const perm = overlay?.mode ?? attr.mode ?? (attr.isDir ? DEFAULT_DIR_MODE : DEFAULT_FILE_MODE);
     const mtime = overlay?.mtimeMs ?? attr.mtimeMs;
     return {
       mode: (attr.isDir ? S_IFDIR : S_IFREG) | perm,
@@ -862,7 +911,8 @@ export class Vfs {
       if (response.error) throw backendError(response.error, `upload ${path}`);
       if (file.changes === changes) {
         file.dirty = false;
-        file.mtimeMs = await this.storedMtime(path, file.mtimeMs);
+        file.mtimeMs = await this.storedMtime(path, file);
+        await this.storeOverlay(file);
       }
       file.local = false;
       const version = `mount:${++this.localVersion}`;
@@ -873,7 +923,7 @@ export class Vfs {
         if (file.base) this.served.set(path, { version, base: file.base });
       }
       this.pages.set(path, version, bytes);
-      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version });
+      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version, mode: file.mode });
       this.addToListing(path, false);
     })().finally(() => {
       file.uploading = null;
