@@ -90,7 +90,11 @@ describe("Context Hub on a mount", () => {
     const save = "import os\nwith open('hub/.notes.md.tmp', 'w') as f: f.write('v2\\n')\nos.rename('hub/.notes.md.tmp', 'hub/notes.md')";
     await ok(`python3 - <<'EOF'\n${save}\nEOF`, m.dir);
     expect(await hub.sync()).toEqual({});
-    expect(emu.commitCount("repo") - before).toBe(1);
+    // One commit when the rename follows the temp file's close within the 50 ms pause
+    // that ends a burst; on a machine loaded enough to stretch that gap, the temp file's
+    // commit comes first. Never more, and the temp file never stays.
+    expect(emu.commitCount("repo") - before).toBeGreaterThanOrEqual(1);
+    expect(emu.commitCount("repo") - before).toBeLessThanOrEqual(2);
     expect(hubFiles(emu)).toEqual({ "notes.md": "v2\n" });
 
     const beforeVim = emu.commitCount("repo");
