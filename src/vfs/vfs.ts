@@ -28,11 +28,8 @@ import {
   type BackendProtocolV2,
   type FileInfo,
   type FileMetadata,
-  type MetadataStorage,
-  type RangeReadable,
   type StatResult,
   type UploadFromBaseResponse,
-  type XattrsResult,
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
 import { OpenFile } from "./open-file.js";
@@ -283,9 +280,9 @@ export class Vfs {
   async fsync(fh: number): Promise<void> {
     const file = this.handle(fh).file;
     await this.upload(file);
-    if (!canSync(this.backend)) return;
+    const backend = this.backend;
+    if (!canSync(backend)) return;
     const path = file.path;
-    const backend = this.backend as unknown as { sync(path?: string): { error?: string } | Promise<{ error?: string }> };
     const result = await this.call("sync", () => backend.sync(path));
     if (!result.error) return;
     this.invalidate([path, parentOf(path)]);
@@ -348,8 +345,8 @@ export class Vfs {
     if (await this.exists(path)) throw new FsError("EEXIST", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
-    if (canMkdir(this.backend)) {
-      const backend = this.backend as unknown as { mkdir(p: string): { error?: string } | Promise<{ error?: string }> };
+    const backend = this.backend;
+    if (canMkdir(backend)) {
       const result = await this.call("mkdir", () => backend.mkdir(path));
       if (result.error && backendError(result.error, "mkdir").code !== "ENOTSUP") throw backendError(result.error, `mkdir ${path}`);
       if (result.error) this.implicitDirs.add(path);
@@ -496,8 +493,8 @@ export class Vfs {
       }
     }
     // Wait for what the backend holds pending (Hub commits, checkpoint batches).
-    if (canSync(this.backend)) {
-      const backend = this.backend as unknown as { sync(): { error?: string } | Promise<{ error?: string }> };
+    const backend = this.backend;
+    if (canSync(backend)) {
       try {
         const result = await this.call("sync", () => backend.sync());
         if (result.error) failures.push(`backend sync: ${result.error}`);
@@ -534,8 +531,8 @@ export class Vfs {
 
   private async xattrs(path: string): Promise<Record<string, string>> {
     await this.attr(path);
-    if (!canXattrs(this.backend) || this.files.get(path)?.local) return {};
-    const backend = this.backend as unknown as { xattrs(p: string): XattrsResult | Promise<XattrsResult> };
+    const backend = this.backend;
+    if (!canXattrs(backend) || this.files.get(path)?.local) return {};
     const result = await this.call("xattrs", () => backend.xattrs(path));
     if (result.error) throw backendError(result.error, `xattrs ${path}`);
     return result.xattrs ?? {};
@@ -585,8 +582,9 @@ export class Vfs {
     return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
   }
 
-  private statInBackend(path: string): Promise<StatResult> {
-    const backend = this.backend as unknown as { stat(p: string): StatResult | Promise<StatResult> };
+  private async statInBackend(path: string): Promise<StatResult> {
+    const backend = this.backend;
+    if (!canStat(backend)) return {};
     return this.call("stat", () => backend.stat(path));
   }
 
@@ -630,8 +628,8 @@ export class Vfs {
 
   /** Stores mode and times where the backend keeps them; false where it cannot (the overlay alone has them). */
   private async storeMetadata(path: string, metadata: FileMetadata): Promise<boolean> {
-    if (!canSetMetadata(this.backend)) return false;
-    const backend = this.backend as unknown as MetadataStorage;
+    const backend = this.backend;
+    if (!canSetMetadata(backend)) return false;
     const result = await this.call("setMetadata", () => backend.setMetadata(path, metadata));
     if (result.unsupported) return false;
     if (result.error) throw backendError(result.error, `setMetadata ${path}`);
@@ -868,7 +866,8 @@ export class Vfs {
     const attr = await this.storedAttr(path);
     if (attr.size < RANGE_READ_MIN_BYTES || this.pages.get(path, attr.version)) return undefined;
     this.check("read", path);
-    const backend = this.backend as unknown as RangeReadable;
+    const backend = this.backend;
+    if (!canReadRange(backend)) return undefined;
     const result = await this.call("readRange", () => backend.readRange(path, position, target.subarray(0, length)));
     if (result.unsupported) return undefined;
     if (result.error || result.bytesRead === undefined) throw backendError(result.error ?? "file_not_found", `read ${path}`);
@@ -963,14 +962,14 @@ export class Vfs {
   }
 
   private async renameFile(from: string, to: string, targetBase: string | undefined): Promise<void> {
-    const fromBase = targetBase !== undefined && canRenameFromBase(this.backend) ? this.backend : undefined;
+    const backend = this.backend;
+    const fromBase = targetBase !== undefined && canRenameFromBase(backend) ? backend : undefined;
     if (fromBase) {
       const result = await this.call("renameFrom", () => fromBase.renameFrom(from, to, targetBase));
       if (!result.error) return;
       const error = backendError(result.error, `rename ${from} -> ${to}`);
       if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
-    } else if (canRename(this.backend)) {
-      const backend = this.backend as unknown as { rename(a: string, b: string): { error?: string } | Promise<{ error?: string }> };
+    } else if (canRename(backend)) {
       const result = await this.call("rename", () => backend.rename(from, to));
       if (!result.error) return;
       const error = backendError(result.error, `rename ${from} -> ${to}`);
@@ -980,7 +979,6 @@ export class Vfs {
     const open = this.files.get(from);
     if (open?.unloadedSize != null) await this.load(open);
     const bytes = open?.loaded ? open.content() : await this.download(from);
-    const backend = this.backend;
     if (!backend.uploadFiles) throw new FsError("EROFS", `${to}: the backend cannot store bytes`);
     const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[to, bytes]]));
     if (response?.error) throw backendError(response.error, `rename ${from} -> ${to}`);
@@ -988,8 +986,8 @@ export class Vfs {
   }
 
   private async renameDir(from: string, to: string): Promise<void> {
-    if (canRename(this.backend)) {
-      const backend = this.backend as unknown as { rename(a: string, b: string): { error?: string } | Promise<{ error?: string }> };
+    const backend = this.backend;
+    if (canRename(backend)) {
       const result = await this.call("rename", () => backend.rename(from, to));
       if (!result.error) {
         this.moveImplicitDirs(from, to);
@@ -1050,17 +1048,18 @@ export class Vfs {
         this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
       }
     };
-    if (canWatch(this.backend)) {
+    const backend = this.backend;
+    if (canWatch(backend)) {
       try {
-        this.stopWatching = (this.backend as unknown as { watch(cb: typeof onChange): () => void }).watch(onChange);
+        this.stopWatching = backend.watch(onChange);
       } catch (err) {
         this.options.log?.(`watch failed: ${toFsError(err, "watch").message}`);
       }
     }
     // Also polled when there is a watch feed: a CompositeBackend always offers `watch`, yet
     // its routes may only track changes (a Hub route learns of other commits only this way).
-    if (!canTrackChanges(this.backend)) return;
-    const tracker = this.backend as unknown as { changesSince(t: string | null): import("../protocol/index.js").ChangeSet | Promise<import("../protocol/index.js").ChangeSet> };
+    const tracker = this.backend;
+    if (!canTrackChanges(tracker)) return;
     let token: string | null = null;
     let busy = false;
     const poll = async () => {
