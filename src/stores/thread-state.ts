@@ -9,6 +9,11 @@
  * and reports the outcome. Before committing, the latest checkpoint is re-read and the
  * batch merged per file (see conflict-merge.ts).
  *
+ * With `writeBack` (the mount's mode) every write resolves once accepted, and a group
+ * commit takes everything pending: it starts a few milliseconds after the first change, and
+ * what arrives while it runs goes in the next one, so a burst of closes shares a few
+ * checkpoints. `sync()` waits for it.
+ *
  * Checkpointers have no compare-and-swap, so a commit can be overtaken: an agent step that
  * began before it ends after it with a checkpoint whose parent is older. Committed writes
  * therefore stay tracked until the thread confirms them (unconfirmed-writes.ts); the check
@@ -22,7 +27,6 @@ import {
   globFiles,
   grepFiles,
   listFiles,
-  mergeFilesUpdate,
   planDelete,
   planEdit,
   planRename,
@@ -57,6 +61,7 @@ import {
 import { mergePending, versionOf, type FileConflict } from "./conflict-merge.js";
 import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type CheckpointerSource } from "./thread-checkpoints.js";
 import { UnconfirmedWrites } from "./unconfirmed-writes.js";
+import { LayeredFiles } from "./layered-files.js";
 
 export interface ThreadStateOptions {
   /** The saver, or a loader called on first need (reads may not need it when a reader is given). */
@@ -66,8 +71,23 @@ export interface ThreadStateOptions {
   /** A faster read path straight from the saver's storage (e.g. SqliteCheckpointReader on SqliteSaver's database). */
   reader?: CheckpointReader;
   fileFormat?: FileFormat;
-  /** Writes arriving within this many milliseconds share one checkpoint. 0: every write commits before it resolves. Default 50. */
+  /** Writes arriving within this many milliseconds share one checkpoint. 0: every write commits before it resolves. Default 50. Not used with `writeBack`. */
   batchWindowMs?: number;
+  /**
+   * Every write (uploadFiles, delete, rename, write, edit) resolves once accepted into the
+   * pending batch, planned against the committed files plus ours in flight and pending; a
+   * group commit writes the checkpoint right after (milliseconds), and `sync()` waits for it
+   * and reports its outcome. A failed commit keeps the data pending for the next sync.
+   * Default false: uploadFiles, delete and rename resolve once their checkpoint is written.
+   */
+  writeBack?: boolean;
+  /**
+   * With `writeBack`: a group commit starts this many milliseconds after the first change it
+   * takes, so that a sequential writer's next closes join it; changes arriving while a commit
+   * runs go in the next one, right after. Default 10 (scripts/bench/mount.mjs: 0, 2, 5, 10 and
+   * 20 ms measured; 0 made one checkpoint per close of a sequential writer).
+   */
+  groupCommitWindowMs?: number;
   /** First delay of the timer that checks unconfirmed writes (doubling up to 5 s). Default 250. */
   confirmPollMs?: number;
   /** Called with the files that changed on both sides in a commit or a re-merge. */
@@ -95,6 +115,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private readonly checkpoints: ThreadCheckpoints;
   private readonly fileFormat: FileFormat;
   private readonly batchWindowMs: number;
+  private readonly writeBack: boolean;
+  private readonly groupCommitWindowMs: number;
   private readonly confirmPollMs: number;
   private readonly onConflict?: (conflicts: FileConflict[]) => void;
   private readonly durable?: () => Promise<void>;
@@ -103,10 +125,16 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private pending: FilesUpdate = {};
   /** Being committed right now (still visible to reads). */
   private inFlight: FilesUpdate = {};
+  /** committed + inFlight + pending, kept between calls. */
+  private readonly layered = new LayeredFiles();
   /** Version of each pending path in the checkpoint we changed it from. */
   private baseVersions = new Map<string, string>();
   /** Committed, not yet confirmed by the thread. */
   private readonly unconfirmed = new UnconfirmedWrites();
+  /** Bumped whenever the in-flight batch is settled (committed or put back), so planning knows its snapshot of the thread is stale. */
+  private settledBatches = 0;
+  /** The running group commit (write-back), if any. */
+  private committing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pollDelay: number;
@@ -123,6 +151,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.checkpoints = new ThreadCheckpoints(options.checkpointer, this.threadId, this.checkpointNs, options.reader);
     this.fileFormat = options.fileFormat ?? "v2";
     this.batchWindowMs = Math.max(0, options.batchWindowMs ?? 50);
+    this.writeBack = options.writeBack ?? false;
+    this.groupCommitWindowMs = Math.max(0, options.groupCommitWindowMs ?? 10);
     this.confirmPollMs = Math.max(1, options.confirmPollMs ?? 250);
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
@@ -189,10 +219,10 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.mutate((files) => planEdit(files, filePath, oldString, newString, replaceAll));
   }
   /*
-   * The mount's operations (uploadFiles at close(), delete at unlink, rename) resolve once
-   * their checkpoint is written: close-to-open, so another process opening the thread right
-   * after sees them. Those arriving meanwhile share the next checkpoint. A failed commit keeps
-   * the data pending and its error for the next sync() (fsync), as for batched writes.
+   * Without write-back, the mount's operations (uploadFiles at close(), delete at unlink,
+   * rename) resolve once their checkpoint is written, so another process opening the thread
+   * right after sees them; those arriving meanwhile share the next checkpoint. Either way a
+   * failed commit keeps the data pending and its error for the next sync() (fsync).
    */
   async delete(filePath: string): Promise<DeleteResult> {
     return this.commitBeforeResolving(await this.mutate((files) => planDelete(files, filePath)), (r) => !r.error);
@@ -206,7 +236,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   }
 
   private async commitBeforeResolving<R>(result: R, changed: (result: R) => boolean): Promise<R> {
-    if (this.batchWindowMs > 0 && changed(result)) {
+    if (!this.writeBack && this.batchWindowMs > 0 && changed(result)) {
       this.clearTimer();
       await this.enqueue(() => this.commitPending());
     }
@@ -218,7 +248,9 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.clearTimer();
     return this.enqueue(async () => {
       await this.reconcileSafely();
-      await this.commitPending();
+      // After a group commit still running, at least one more attempt at what is pending.
+      await this.committing;
+      await this.groupCommit();
       if (this.lastError === undefined && this.durable) {
         try {
           await this.durable();
@@ -254,13 +286,9 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.withOurWrites((await this.committed())?.files ?? {});
   }
 
-  /**
-   * The committed map with our in-flight and pending writes on top. Reads and planners never
-   * modify the map: with nothing of ours on top, the committed one serves as is (no copy per call).
-   */
+  /** The committed map with our in-flight and pending writes on top (see LayeredFiles). */
   private withOurWrites(committed: FilesMap): FilesMap {
-    if (isEmpty(this.inFlight) && isEmpty(this.pending)) return committed;
-    return mergeFilesUpdate(mergeFilesUpdate(committed, this.inFlight), this.pending);
+    return this.layered.of(committed, this.inFlight, this.pending);
   }
 
   private enqueue<T>(task: () => Promise<T>): Promise<T> {
@@ -271,15 +299,17 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   private mutate<R>(plan: (files: FilesMap) => Planned<R>): Promise<R> {
     return this.enqueue(async () => {
-      if (this.unconfirmed.tip !== undefined) await this.reconcileSafely();
-      const committed = (await this.checkpoints.files())?.files ?? {};
+      const committed = await this.planningBase();
       const { result, update } = plan(this.withOurWrites(committed));
       if (update) {
         for (const key of Object.keys(update)) {
-          if (!this.baseVersions.has(key)) this.baseVersions.set(key, versionOf(committed[key]));
+          if (!this.baseVersions.has(key)) this.baseVersions.set(key, key in this.inFlight ? versionOf(this.inFlight[key] ?? undefined) : versionOf(committed[key]));
           this.pending[key] = update[key] ?? null;
         }
-        if (this.batchWindowMs === 0) {
+        this.layered.apply(update);
+        if (this.writeBack) {
+          this.startGroupCommit();
+        } else if (this.batchWindowMs === 0) {
           await this.commitPending();
           if (this.lastError !== undefined) {
             const error = this.lastError;
@@ -292,6 +322,30 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       }
       return result;
     });
+  }
+
+  /**
+   * The committed files to plan against, inside the queue. Write-back does not wait for the
+   * commit in flight (its files are layered on top as inFlight): it reads again when a batch
+   * settled meanwhile (its files left inFlight), and merges our writes again first only when
+   * the thread forked from under them, as reads do (or waits for our commit to record its tip).
+   */
+  private async planningBase(): Promise<FilesMap> {
+    if (!this.writeBack) {
+      if (this.unconfirmed.tip !== undefined) await this.reconcileSafely();
+      return (await this.checkpoints.files())?.files ?? {};
+    }
+    for (let remerged = false; ; ) {
+      const settled = this.settledBatches;
+      const latest = await this.checkpoints.files();
+      const tip = this.unconfirmed.tip;
+      if (!remerged && tip !== undefined && latest?.id !== tip) {
+        remerged = true;
+        await (this.committing ?? this.reconcileSafely());
+        continue;
+      }
+      if (settled === this.settledBatches) return latest?.files ?? {};
+    }
   }
 
   /** With batchWindowMs 0 a failed commit fails the call itself. */
@@ -313,22 +367,47 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.timer = undefined;
   }
 
-  /** Runs inside the queue. Never throws: a failure is kept in lastError and the batch stays pending. */
-  private async commitPending(): Promise<void> {
-    if (Object.keys(this.pending).length === 0) return;
+  /** Write-back: a group commit starts one window after the first change it takes, unless one already runs (it takes this change next). */
+  private startGroupCommit(): void {
+    if (this.committing) return;
+    const window = new Promise<void>((resolve) => setTimeout(resolve, this.groupCommitWindowMs));
+    this.committing = window.then(() => this.commitWhilePending()).finally(() => (this.committing = undefined));
+  }
+
+  /** One commit after another while anything is pending: what arrived during one goes in the next. */
+  private groupCommit(): Promise<void> {
+    return (this.committing ??= this.commitWhilePending().finally(() => (this.committing = undefined)));
+  }
+
+  /** Stops at the first failure: the data stays pending and sync() reports it (and tries again). */
+  private async commitWhilePending(): Promise<void> {
+    while (!isEmpty(this.pending)) if (!(await this.commitPending())) return;
+  }
+
+  /**
+   * Commits the pending batch; one at a time (the queue, or the group commit). Never throws:
+   * a failure is kept in lastError and the batch stays pending. False when it failed.
+   */
+  private async commitPending(): Promise<boolean> {
+    if (isEmpty(this.pending)) return true;
     this.inFlight = this.pending;
     const baseVersions = this.baseVersions;
     this.pending = {};
     this.baseVersions = new Map();
     try {
       this.report(await this.withLock(() => this.commit(this.inFlight, baseVersions)));
+      return true;
     } catch (error) {
-      // Keep the data: later writes win over the failed batch, their base versions too.
+      // Keep the data: later writes win over the failed batch, which keeps its base versions
+      // (a later write planned on top of it had taken ours, never committed, as its base).
       this.pending = { ...this.inFlight, ...this.pending };
-      for (const [key, version] of baseVersions) if (!this.baseVersions.has(key)) this.baseVersions.set(key, version);
+      for (const [key, version] of baseVersions) this.baseVersions.set(key, version);
       this.addError(`Error writing thread '${this.threadId}': ${errorMessage(error)}`);
+      return false;
     } finally {
       this.inFlight = {};
+      this.layered.reset();
+      this.settledBatches++;
       this.startPolling();
     }
   }

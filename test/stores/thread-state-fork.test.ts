@@ -5,11 +5,7 @@
  * or a chat model that waits on a promise while we commit) and check that our writes are
  * merged again on top of the agent's checkpoint.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import { StateGraph, StateSchema, ReducedValue, START, END } from "@langchain/langgraph";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
@@ -18,28 +14,11 @@ import type { ChatResult } from "@langchain/core/outputs";
 import { createDeepAgent, filesValue } from "deepagents";
 import { z } from "zod";
 import { ThreadStateBackend } from "../../src/stores/thread-state.js";
+import { useSqliteThread } from "./helpers/sqlite-thread.js";
 import { SqliteCheckpointReader } from "../../src/stores/sqlite-checkpoint-reader.js";
 import { ScriptedChatModel, type ScriptedCall } from "../interop/script.js";
 
-let dir: string;
-let dbs: Database.Database[];
-
-function db(): Database.Database {
-  const opened = new Database(join(dir, "agent.db"));
-  opened.pragma("journal_mode = WAL");
-  dbs.push(opened);
-  return opened;
-}
-const saver = () => new SqliteSaver(db());
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "thread-fork-"));
-  dbs = [];
-});
-afterEach(() => {
-  for (const opened of dbs) opened.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const { db, saver } = useSqliteThread("thread-fork-");
 
 /** A promise the test resolves, and one the code under test resolves when it starts waiting. */
 function gate() {
