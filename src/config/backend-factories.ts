@@ -11,6 +11,12 @@ export interface FactoryContext {
   /** Relative paths in the config resolve against the config file's folder. */
   baseDir: string;
   connections: Connections;
+  /**
+   * The mount's mode: batched backends acknowledge a write once it is accepted and commit
+   * in groups right after; fsync (sync) waits for the commit. Off for the CLI's one-shot
+   * commands, whose writes resolve once committed.
+   */
+  writeBack?: boolean;
 }
 
 type Factory<S extends BackendSpec> = (spec: S, ctx: FactoryContext) => Promise<AnyBackendProtocol>;
@@ -41,6 +47,7 @@ export const backendFactories: Registry = {
       checkpointNs: spec.checkpointNs,
       fileFormat: spec.fileFormat,
       batchWindowMs: spec.batchWindowMs,
+      writeBack: ctx.writeBack,
     });
   },
   store: async (spec, ctx) => {

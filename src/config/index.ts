@@ -5,6 +5,7 @@ export {
   EMBEDDED_DEFAULT,
   DEFAULT_DIR,
   type LoadedMountConfig,
+  type LoadOptions,
   type CacheSettings,
   type ServedBy,
 } from "./load.js";

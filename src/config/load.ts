@@ -56,9 +56,17 @@ export const EMBEDDED_DEFAULT = {
   routes: { "/memories/": { type: "store", store: `sqlite:./${DEFAULT_DIR}/agent.db`, namespace: ["memories"] } },
 } as const;
 
-export async function loadMountConfig(file?: string | null, options: { cwd?: string } = {}): Promise<LoadedMountConfig> {
+export interface LoadOptions {
+  /** Where relative paths of the embedded default (and of `file`) resolve; default process.cwd(). */
+  cwd?: string;
+  /** For a mount: thread state routes acknowledge writes once accepted and commit in groups (FactoryContext.writeBack). */
+  writeBack?: boolean;
+}
+
+export async function loadMountConfig(file?: string | null, options: LoadOptions = {}): Promise<LoadedMountConfig> {
   const cwd = options.cwd ?? process.cwd();
-  if (file == null || file === "") return buildMountConfig(await embeddedDefault(), cwd, null);
+  const writeBack = options.writeBack ?? false;
+  if (file == null || file === "") return buildMountConfig(await embeddedDefault(), cwd, null, writeBack);
   const path = resolve(cwd, file);
   let text: string;
   try {
@@ -79,19 +87,19 @@ export async function loadMountConfig(file?: string | null, options: { cwd?: str
     const { parseConfig } = await import("./schema.js");
     return parseConfig(raw ?? {}, path);
   });
-  return buildMountConfig(config, dirname(path), path);
+  return buildMountConfig(config, dirname(path), path, writeBack);
 }
 
 function embeddedDefault(): Promise<MountConfigFile> {
   return cachedParse(`embedded\0${JSON.stringify(EMBEDDED_DEFAULT)}`, async () => (await import("./schema.js")).parseConfig(EMBEDDED_DEFAULT, "(embedded default)"));
 }
 
-async function buildMountConfig(config: MountConfigFile, baseDir: string, file: string | null): Promise<LoadedMountConfig> {
+async function buildMountConfig(config: MountConfigFile, baseDir: string, file: string | null, writeBack: boolean): Promise<LoadedMountConfig> {
   const connections = new Connections();
   const built: Array<{ route: string | null; spec: BackendSpec; backend: AnyBackendProtocol }> = [];
   try {
     const defaultSpec = config.default ?? (await embeddedDefault()).default!;
-    const ctx = { baseDir, connections };
+    const ctx = { baseDir, connections, writeBack };
     built.push({ route: null, spec: defaultSpec, backend: await createBackend(defaultSpec, ctx) });
     for (const [route, spec] of Object.entries(config.routes)) {
       try {

@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { loadMountConfig, parseConfig, parseConnection, redactUrl, type LoadedMountConfig } from "../../src/config/index.js";
 
 let dir: string;
@@ -36,6 +37,33 @@ describe("loadMountConfig", () => {
     const again = await load(null);
     expect((await again.backend.read("/a.md")).content).toBe("state");
     expect((await again.backend.read("/memories/x.md")).content).toBe("memory");
+  });
+
+  it("a mount's load (writeBack) commits the state route's uploads in groups; the CLI's load commits each before it resolves", async () => {
+    const checkpoints = () => {
+      const db = new Database(join(dir, ".backendfs/agent.db"), { readonly: true });
+      // SqliteSaver creates its table on first use.
+      const created = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'checkpoints'").get() !== undefined;
+      const n = created ? (db.prepare("SELECT count(*) AS n FROM checkpoints").get() as { n: number }).n : 0;
+      db.close();
+      return n;
+    };
+    const tenUploads = async (config: LoadedMountConfig, name: string) => {
+      const before = checkpoints();
+      for (let i = 0; i < 10; i++) {
+        const [response] = await config.backend.uploadFiles!([[`/${name}/${i}.txt`, new TextEncoder().encode(name)]]);
+        expect(response!.error).toBeNull();
+      }
+      const sync = (config.servedBy("/").backend as unknown as { sync(): Promise<{ error?: string }> }).sync();
+      expect(await sync).toEqual({});
+      return checkpoints() - before;
+    };
+    expect(await tenUploads(await load(null), "cli")).toBe(10);
+    const mount = await loadMountConfig(null, { cwd: dir, writeBack: true });
+    opened.push(mount);
+    expect(await tenUploads(mount, "mount")).toBeLessThanOrEqual(5);
+    const other = await load(null);
+    expect((await other.backend.glob("**/*.txt")).files!.length).toBe(20);
   });
 
   it("YAML with every local route type; relative paths resolve against the config's folder", async () => {

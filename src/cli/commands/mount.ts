@@ -114,14 +114,15 @@ export const mountCommand: CommandModule<object, MountArgs> = {
 async function loadConfig(argv: MountArgs): Promise<LoadedConfig> {
   if (argv.root) return { backend: new FilesystemBackend({ rootDir: argv.root, virtualMode: true, maxFileSizeMb: 4096 }) };
   // The config layer is wired in at run time so that `mount --root` works without it.
-  let loader: { loadMountConfig?: (file?: string) => Promise<unknown> };
+  let loader: { loadMountConfig?: (file: string | undefined, options: { writeBack: boolean }) => Promise<unknown> };
   try {
     loader = (await import(new URL("../../config/index.js", import.meta.url).href)) as typeof loader;
   } catch (err) {
     throw new MountError(`cannot load the config layer (${(err as Error).message}); use --root DIR to mount a local directory`);
   }
   if (typeof loader.loadMountConfig !== "function") throw new MountError("the config layer has no loadMountConfig()");
-  const loaded = (await loader.loadMountConfig(argv.config)) as Record<string, unknown>;
+  // Thread state acknowledges a close once accepted and commits in groups; fsync waits for the commit.
+  const loaded = (await loader.loadMountConfig(argv.config, { writeBack: true })) as Record<string, unknown>;
   if (loaded && typeof loaded === "object" && "backend" in loaded) return loaded as unknown as LoadedConfig;
   return { backend: loaded as object };
 }
