@@ -89,7 +89,9 @@ f = open('notes/from-mount.md', 'w', encoding='utf-8'); f.write('''${content}'''
   });
 
   it("a file the agent writes, and one it edits, show in the mount within the attribute TTL", async () => {
-    await okIn(ws.mnt, "printf 'version one\\n' > shared.md && cat shared.md && ls -la");
+    // fsync: the agent's run must start from a thread that holds shared.md (a close alone is
+    // committed a few milliseconds later, in the mount's next group commit).
+    await okIn(ws.mnt, "printf 'version one\\n' > shared.md && sync shared.md && cat shared.md && ls -la");
     // The mount has now cached shared.md (attributes, content) and the root listing.
     const outcomes = await runAgent([
       { name: "write_file", args: { file_path: "/from-agent.md", content: "the agent wrote this\n" } },

@@ -2,7 +2,9 @@
  * kill -9 of `backendfs mount` on the embedded default while writers are mid-file: the mount
  * is left stale (its auto_unmount helper killed too, as after a crash of both), a restart
  * recovers it, nothing fsync'd or closed is lost, and no half-written file appears, checked
- * through `backendfs cat` with the daemon down and through the remounted directory.
+ * through `backendfs cat` with the daemon down and through the remounted directory. "Closed":
+ * the thread state commits a close in a group a few milliseconds after it returns, and the
+ * kill comes 1.5 s later; only fsync waits for the commit (SEMANTICS.md).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cli, cliCat, createWorkspace, okIn, shIn, sleep, startMount, type Daemon, type Workspace } from "./helpers/daemon.js";

@@ -11,22 +11,23 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { cliCat, okIn, shIn, startMount, useMountedWorkspace } from "./helpers/daemon.js";
+import { cliCat, okIn, readSettled, shIn, startMount, STATE_COMMIT_BOUND_MS, useMountedWorkspace } from "./helpers/daemon.js";
 
 /** Runs a tool and, if it hangs, reports where (test/support/run-watched.sh). */
 const WATCHED = path.resolve(import.meta.dirname, "../support/run-watched.sh");
 
 const env = useMountedWorkspace("s memories/s");
 
+/** commitBoundMs: how long another process may take to see a change (the thread state commits in groups after close). */
 const targets = [
-  { name: "thread state at /", virt: "/s" },
-  { name: "store at /memories/", virt: "/memories/s" },
+  { name: "thread state at /", virt: "/s", commitBoundMs: STATE_COMMIT_BOUND_MS },
+  { name: "store at /memories/", virt: "/memories/s", commitBoundMs: 0 },
 ];
 
 const bytes = (x: string | Buffer) => (typeof x === "string" ? Buffer.from(x, "latin1") : x);
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
-describe.each(targets)("tools on the embedded default: $name", { timeout: 240_000 }, ({ virt }) => {
+describe.each(targets)("tools on the embedded default: $name", { timeout: 240_000 }, ({ virt, commitBoundMs }) => {
   const dir = () => env.ws.mnt + virt;
   const run = async (script: string, timeoutMs?: number) => {
     try {
@@ -37,16 +38,18 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
     }
   };
 
+  /** What a second process on the database reads at `rel` once it is missing (within the commit bound). */
+  const goneElsewhere = (rel: string) => readSettled(env.reader, `${virt}/${rel}`, (seen) => seen === null, commitBoundMs);
+
   /**
    * The file's bytes through the mount and through a second process on the database must be
-   * the same (and `expected` when given); with `viaCli`, `backendfs cat` too.
+   * the same (and `expected` when given), the latter within the route's commit bound; with
+   * `viaCli`, `backendfs cat` too.
    */
   async function check(rel: string, expected?: string | Buffer, viaCli = false): Promise<Buffer> {
-    const [mounted, other, cat] = await Promise.all([
-      okIn(dir(), `cat -- '${rel}'`),
-      env.reader.read(`${virt}/${rel}`),
-      viaCli ? cliCat(env.ws, `${virt}/${rel}`) : Promise.resolve(undefined),
-    ]);
+    const mounted = await okIn(dir(), `cat -- '${rel}'`);
+    const other = await readSettled(env.reader, `${virt}/${rel}`, (seen) => seen !== null && sha(seen) === sha(mounted), commitBoundMs);
+    const cat = viaCli ? await cliCat(env.ws, `${virt}/${rel}`) : undefined;
     if (expected !== undefined) expect(mounted.toString("latin1"), `${rel} through the mount`).toBe(bytes(expected).toString("latin1"));
     expect(other, `${rel} in another process`).not.toBeNull();
     expect(sha(other!), `${rel} in another process`).toBe(sha(mounted));
@@ -76,11 +79,11 @@ describe.each(targets)("tools on the embedded default: $name", { timeout: 240_00
   it("sed -i, mv, cp -r, rm -r", async () => {
     await run("printf 'alpha\\nbeta\\n' > s.txt && sed -i 's/beta/gamma/' s.txt && mv s.txt moved.txt && cp -r tree tree2 && rm -r tree2/c");
     expect((await shIn(dir(), "test -e s.txt")).code).toBe(1);
-    expect(await env.reader.read(`${virt}/s.txt`)).toBeNull();
+    expect(await goneElsewhere("s.txt")).toBeNull();
     expect(await run("ls tree2")).toBe("a\n");
     await check("tree2/a/b/x.txt", "needle\n");
     await run("rm -r tree2");
-    expect(await env.reader.read(`${virt}/tree2/a/b/x.txt`)).toBeNull();
+    expect(await goneElsewhere("tree2/a/b/x.txt")).toBeNull();
     await check("moved.txt", "alpha\ngamma\n", true);
   });
 

@@ -225,6 +225,27 @@ export function startReader(ws: Workspace): Reader {
   };
 }
 
+/**
+ * How long another process may wait to see a change made on the mount's thread state route:
+ * it acknowledges close, unlink and rename once accepted and commits them in a group a few
+ * milliseconds later (fsync waits). Generous, for a loaded 2-core machine; the store route
+ * writes at once (bound 0).
+ */
+export const STATE_COMMIT_BOUND_MS = 2000;
+
+/**
+ * What another process reads at `virtualPath` once `settled(bytes)` holds, reading again until
+ * it does or `boundMs` has passed (0: one read); the last bytes read (null: missing).
+ */
+export async function readSettled(reader: Reader, virtualPath: string, settled: (bytes: Buffer | null) => boolean, boundMs: number): Promise<Buffer | null> {
+  const start = Date.now();
+  for (;;) {
+    const seen = await reader.read(virtualPath);
+    if (settled(seen) || Date.now() - start >= boundMs) return seen;
+    await sleep(5);
+  }
+}
+
 /** A workspace, its mount daemon and a second-process reader, for the tests of one file. */
 export interface MountedWorkspace {
   ws: Workspace;
