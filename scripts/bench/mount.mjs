@@ -226,6 +226,14 @@ const fio = (file, rw, mib, text) =>
     "--output-format=terse",
   ]);
 
+/**
+ * Untimed, between workloads: waits until the target has committed what the last one left
+ * pending (a state route commits closes, unlinks and renames in groups right after they
+ * return), so that no workload pays for the one before. An fsync on the mount commits every
+ * pending change of the route; the same on disk, for symmetry.
+ */
+const settle = (base) => sh(`python3 -c "import os; f = os.open('${path.join(base, ".settled")}', os.O_CREAT | os.O_WRONLY); os.fsync(f); os.close(f)"`);
+
 /** Sequential write (a new file after a cold start, then again) and read (cold, warm). */
 async function sequential(target, base, fresh, mib, text) {
   const label = `${mib} MiB${text ? " text" : ""}`;
@@ -240,6 +248,7 @@ async function sequential(target, base, fresh, mib, text) {
   await attempt(`seq read cold ${label}`, target, () => fio(big, "read", mib, text));
   await attempt(`seq read warm ${label}`, target, () => fio(big, "read", mib, text));
   await sh(`rm -f '${big}'`);
+  await settle(base);
 }
 
 /** Times one workload; a failure is recorded as such and the run goes on. */
@@ -270,6 +279,7 @@ async function benchTarget(target, files, treeSrc) {
   const small = await attempt(`small files (python total)${n}`, target, () =>
     run("python3", [path.join(repo, "scripts/bench/mount-small-files.py"), path.join(base, "small"), String(files), "1024"]),
   );
+  await settle(base);
   const phases = small ? JSON.parse(small.stdout) : {};
   for (const phase of ["create", "stat", "read", "unlink"]) rowsSet(`${files} small files: ${phase}`, target, phases[phase] ?? NaN);
 
