@@ -24,6 +24,7 @@ import {
   canXattrs,
   canReadRange,
   canSetMetadata,
+  hasFileSizeLimit,
   isSandboxBackend,
   isSandboxProtocol,
   parentOf,
@@ -512,6 +513,12 @@ export class CompositeBackend implements BackendProtocolV2 {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canReadRange(backend)) return { unsupported: true };
     return await backend.readRange(innerPath, offset, target);
+  }
+
+  /** The serving backend's limit, if it has one. */
+  fileSizeLimit(path: string): number | undefined {
+    const { backend, innerPath } = this.table.resolve(path);
+    return hasFileSizeLimit(backend) ? backend.fileSizeLimit(innerPath) : undefined;
   }
 
   /** Forwarded to the serving backend; one that cannot keep metadata says so. */

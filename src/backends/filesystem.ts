@@ -45,6 +45,7 @@ import {
   type GrepResult,
   type LsResult,
   type FileMetadata,
+  type FileSizeLimit,
   type MetadataStorage,
   type RangeReadable,
   type RangeReadResult,
@@ -88,7 +89,7 @@ export interface FilesystemBackendOptions {
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage {
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, FileSizeLimit {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -388,6 +389,11 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     } catch (error) {
       return { error: toFileOperationError(error) };
     }
+  }
+
+  /** `maxFileSizeMb` in bytes: larger files are refused by upload, write and edit. */
+  fileSizeLimit(_filePath: string): number {
+    return this.maxFileSizeBytes;
   }
 
   /** chmod(2) and utimes(2) of an entry (following an in-root symlink). */

@@ -62,7 +62,7 @@ export type Outcome = { ok: true } | { ok: false; error: string };
 type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
 
 /** Optional methods that exist on the wrapper only when the wrapped backend has them. */
-const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "renameFrom", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs"] as const;
+const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "renameFrom", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs", "fileSizeLimit"] as const;
 
 function outcomeOf(result: unknown): Outcome {
   const error = (result as { error?: unknown } | null)?.error;
@@ -277,6 +277,11 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
   /** Not path operations (sync's path only narrows what is synced): forwarded unchecked. */
   sync(path?: string): Promise<{ error?: string }> {
     return Promise.resolve((path === undefined ? this.forward("sync") : this.forward("sync", path)) as { error?: string });
+  }
+
+  /** A property of the wrapped backend, not an operation: forwarded unchecked. */
+  fileSizeLimit(path: string): number | undefined {
+    return this.forward("fileSizeLimit", path) as number | undefined;
   }
 
   /** Read-only metadata, like `stat` in a mount: forwarded unchecked. */

@@ -111,6 +111,16 @@ export interface RangeReadable {
   readRange(path: string, offset: number, target: Uint8Array): MaybePromise<RangeReadResult>;
 }
 
+/**
+ * The largest file a backend stores at a path (FilesystemBackend's `maxFileSizeMb`). A mount
+ * fails a write past it with EFBIG at once, as a disk does at its limit, instead of the
+ * whole upload failing at close.
+ */
+export interface FileSizeLimit {
+  /** In bytes; undefined: no limit known for this path. */
+  fileSizeLimit(path: string): number | undefined;
+}
+
 /** What `setMetadata` changes; absent fields stay as they are. */
 export interface FileMetadata {
   /** Permission bits (0o7777). */
@@ -174,5 +184,6 @@ export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
 export const canReadRange = (b: unknown): b is RangeReadable => hasMethod(b, "readRange");
 export const canSetMetadata = (b: unknown): b is MetadataStorage => hasMethod(b, "setMetadata");
+export const hasFileSizeLimit = (b: unknown): b is FileSizeLimit => hasMethod(b, "fileSizeLimit");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

@@ -4,6 +4,7 @@
  * backend's atomic `rename` or copy-then-delete, a page cache keyed by version and an
  * attribute/directory cache with a TTL. Methods throw FsError; transports turn it into errno.
  */
+import { constants as bufferConstants } from "node:buffer";
 import type { LRUCache } from "lru-cache";
 import {
   adaptBackendProtocol,
@@ -12,6 +13,7 @@ import {
   canMkdir,
   canReadRange,
   canSetMetadata,
+  hasFileSizeLimit,
   canRename,
   canRenameFromBase,
   canStat,
@@ -78,6 +80,9 @@ const HIDDEN_PREFIX = ".fuse_hidden";
 
 /** Extended attributes a backend may offer (read-only); other names are never looked up. */
 const XATTR_PREFIX = "user.backendfs.";
+
+/** The largest file the mount can hold in one write buffer. */
+const MAX_FILE_BYTES = bufferConstants.MAX_LENGTH;
 
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
@@ -250,6 +255,7 @@ export class Vfs {
     const handle = this.handle(fh);
     if (!handle.writable) throw new FsError("EBADF", handle.file.path);
     const file = handle.file;
+    this.checkSize(file.path, position + length);
     await this.prepareWrite(file, position);
     file.write(source.subarray(0, length), position);
     this.dropOverlayTimes(file.path);
@@ -259,6 +265,7 @@ export class Vfs {
   async ftruncate(fh: number, size: number): Promise<void> {
     const file = this.handle(fh).file;
     this.check("write", file.path);
+    this.checkSize(file.path, size);
     if (size > 0 && !(file.unloadedSize !== null && size <= file.length)) await this.load(file);
     else if (!file.loaded && file.unloadedSize === null) file.adopt(new Uint8Array(0), file.version);
     file.truncate(size);
@@ -853,6 +860,13 @@ export class Vfs {
     const result = await this.call("readRaw", () => backend.readRaw(path));
     if (result.error || !result.data) throw backendError(result.error ?? "file_not_found", `read ${path}`);
     return fileDataToBytes(result.data);
+  }
+
+  /** EFBIG for a file growing past what the backend stores at the path (or what one buffer holds). */
+  private checkSize(path: string, size: number): void {
+    const backend = this.backend;
+    const limit = Math.min(MAX_FILE_BYTES, (hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined) ?? Infinity);
+    if (size > limit) throw new FsError("EFBIG", `${path}: ${size} bytes is over the ${limit}-byte limit`);
   }
 
   /**
