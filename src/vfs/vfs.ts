@@ -84,6 +84,10 @@ const XATTR_PREFIX = "user.backendfs.";
 /** The largest file the mount can hold in one write buffer. */
 const MAX_FILE_BYTES = bufferConstants.MAX_LENGTH;
 
+/** A ranged read's buffer holds at least the kernel's largest read (1 MiB on raw); a few are kept. */
+const READ_BUFFER_BYTES = 1024 * 1024;
+const READ_BUFFERS_KEPT = 4;
+
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
 
@@ -99,6 +103,8 @@ export class Vfs {
   readonly hasXattrs: boolean;
   /** The backend reads parts of files (large files are then streamed, see readPart). */
   private readonly readsRanges: boolean;
+  /** Buffers for ranged reads, reused (allocating fresh memory per read costs more than the read). */
+  private readonly readBuffers: Buffer[] = [];
   private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
   private readonly pages: PageCache;
   private readonly attrs: LRUCache<string, Attr>;
@@ -882,9 +888,16 @@ export class Vfs {
     this.check("read", path);
     const backend = this.backend;
     if (!canReadRange(backend)) return undefined;
-    const result = await this.call("readRange", () => backend.readRange(path, position, target.subarray(0, length)));
+    // Into a reused buffer of ours, not the kernel's: a backend that outlives the call's time
+    // limit must not write into a reply buffer the transport has moved on with.
+    const scratch = this.readBuffers.pop() ?? Buffer.allocUnsafe(Math.max(length, READ_BUFFER_BYTES));
+    const part = scratch.byteLength >= length ? scratch : Buffer.allocUnsafe(length);
+    const result = await this.call("readRange", () => backend.readRange(path, position, part.subarray(0, length)));
+    // Settled in time: the buffer is ours again.
+    if (this.readBuffers.length < READ_BUFFERS_KEPT) this.readBuffers.push(part);
     if (result.unsupported) return undefined;
     if (result.error || result.bytesRead === undefined) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    part.copy(target, 0, 0, result.bytesRead);
     return result.bytesRead;
   }
 
