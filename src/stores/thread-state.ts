@@ -153,6 +153,10 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.batchWindowMs = Math.max(0, options.batchWindowMs ?? 50);
     this.writeBack = options.writeBack ?? false;
     this.groupCommitWindowMs = Math.max(0, options.groupCommitWindowMs ?? 10);
+    // A write-back backend (a mount) commits right after its first change: load the saver
+    // now rather than then (LangChain's SqliteSaver takes most of a second to load, which
+    // would stretch the first close's visibility from milliseconds to a second).
+    if (this.writeBack) void this.checkpoints.saver().catch(() => undefined);
     this.confirmPollMs = Math.max(1, options.confirmPollMs ?? 250);
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
