@@ -38,10 +38,13 @@ describe.each([
       // New file, then an overwrite of it (a stale read would show the old bytes).
       let previous: Buffer | null = null;
       for (const content of [`new ${i}\n`, `overwritten ${i}${"x".repeat(i * 1000)}\n`]) {
-        // Two closes: the text, then its newline appended; between them the file held the text alone.
+        // Two closes: the text, then its newline appended; between them the file held the text
+        // alone. Before the text it was empty: the shell's `>` truncates, and closing the
+        // descriptor it dup2()s onto stdout is a flush of the empty file (committed first when
+        // load stretches the gap to the next close past the group-commit window).
         const text = content.trimEnd();
         await okIn(env.ws.mnt, `printf '%s' '${text}' > .${file} && printf '\\n' >> .${file}`);
-        const problem = await seenWithin(file, Buffer.from(content), [previous, Buffer.from(text)], boundMs);
+        const problem = await seenWithin(file, Buffer.from(content), [previous, Buffer.alloc(0), Buffer.from(text)], boundMs);
         if (problem) wrong.push(problem);
         previous = Buffer.from(content);
       }
