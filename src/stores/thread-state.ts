@@ -63,6 +63,9 @@ import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type Che
 import { UnconfirmedWrites } from "./unconfirmed-writes.js";
 import { LayeredFiles } from "./layered-files.js";
 
+/** The longest wait between tries of a failed group commit. */
+const MAX_COMMIT_RETRY_MS = 30_000;
+
 export interface ThreadStateOptions {
   /** The saver, or a loader called on first need (reads may not need it when a reader is given). */
   checkpointer: CheckpointerSource;
@@ -88,6 +91,8 @@ export interface ThreadStateOptions {
    * 20 ms measured; 0 made one checkpoint per close of a sequential writer).
    */
   groupCommitWindowMs?: number;
+  /** With `writeBack`: first delay before a failed group commit is tried again (doubling up to 30 s). Default 1000. */
+  commitRetryMs?: number;
   /** First delay of the timer that checks unconfirmed writes (doubling up to 5 s). Default 250. */
   confirmPollMs?: number;
   /** Called with the files that changed on both sides in a commit or a re-merge. */
@@ -141,6 +146,11 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** Mutations and commits run one at a time, in call order. */
   private queue: Promise<unknown> = Promise.resolve();
   private lastError: string | undefined;
+  /** Write-back: why the last group commit failed, until one succeeds (its data is still pending). */
+  private commitFailure: string | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly commitRetryMs: number;
+  private retryDelayMs: number;
   private readonly conflictLog: FileConflict[] = [];
   private readonly writerId = randomUUID();
 
@@ -153,6 +163,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.batchWindowMs = Math.max(0, options.batchWindowMs ?? 50);
     this.writeBack = options.writeBack ?? false;
     this.groupCommitWindowMs = Math.max(0, options.groupCommitWindowMs ?? 10);
+    this.commitRetryMs = Math.max(1, options.commitRetryMs ?? 1000);
+    this.retryDelayMs = this.commitRetryMs;
     // A write-back backend (a mount) commits right after its first change: load the saver
     // now rather than then (LangChain's SqliteSaver takes most of a second to load, which
     // would stretch the first close's visibility from milliseconds to a second).
@@ -255,23 +267,26 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       // After a group commit still running, at least one more attempt at what is pending.
       await this.committing;
       await this.groupCommit();
-      if (this.lastError === undefined && this.durable) {
+      if (this.lastError === undefined && this.commitFailure === undefined && this.durable) {
         try {
           await this.durable();
         } catch (error) {
           this.addError(`Error making thread '${this.threadId}' durable: ${errorMessage(error)}`);
         }
       }
-      const error = this.lastError;
+      // A commit failure is reported while it lasts (the data is still pending); others once.
+      const error = [this.lastError, this.commitFailure].filter((e) => e !== undefined).join("; ");
       this.lastError = undefined;
-      return error === undefined ? {} : { error };
+      return error === "" ? {} : { error };
     });
   }
 
-  /** Commits what is pending and stops the confirmation timer; the backend can still be used afterwards. */
+  /** Commits what is pending and stops the confirmation and retry timers; the backend can still be used afterwards. */
   async close(): Promise<{ error?: string }> {
     const outcome = await this.sync();
     this.stopPolling();
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
     return outcome;
   }
 
@@ -383,9 +398,25 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return (this.committing ??= this.commitWhilePending().finally(() => (this.committing = undefined)));
   }
 
-  /** Stops at the first failure: the data stays pending and sync() reports it (and tries again). */
+  /**
+   * Stops at the first failure: the data stays pending, sync() reports it and tries again,
+   * and so does a retry timer (backing off), so that it does not wait for the next change.
+   */
   private async commitWhilePending(): Promise<void> {
-    while (!isEmpty(this.pending)) if (!(await this.commitPending())) return;
+    while (!isEmpty(this.pending)) {
+      if (!(await this.commitPending())) return this.scheduleRetry();
+    }
+    this.retryDelayMs = this.commitRetryMs;
+  }
+
+  private scheduleRetry(): void {
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.groupCommit();
+    }, this.retryDelayMs);
+    this.retryTimer.unref();
+    this.retryDelayMs = Math.min(this.retryDelayMs * 2, MAX_COMMIT_RETRY_MS);
   }
 
   /**
@@ -400,13 +431,17 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.baseVersions = new Map();
     try {
       this.report(await this.withLock(() => this.commit(this.inFlight, baseVersions)));
+      // A failed batch went back into pending: it has just landed with this one.
+      this.commitFailure = undefined;
       return true;
     } catch (error) {
       // Keep the data: later writes win over the failed batch, which keeps its base versions
       // (a later write planned on top of it had taken ours, never committed, as its base).
       this.pending = { ...this.inFlight, ...this.pending };
       for (const [key, version] of baseVersions) this.baseVersions.set(key, version);
-      this.addError(`Error writing thread '${this.threadId}': ${errorMessage(error)}`);
+      const message = `Error writing thread '${this.threadId}': ${errorMessage(error)}`;
+      if (this.writeBack) this.commitFailure = message;
+      else this.addError(message);
       return false;
     } finally {
       this.inFlight = {};

@@ -140,6 +140,23 @@ describe("ThreadStateBackend write-back (group commit)", () => {
     expect((await fresh.read("/a.txt")).content).toBe("kept, twice");
   });
 
+  it("a failed group commit is tried again on its own; once it lands, sync reports nothing stale", async () => {
+    const gated = gatedSaver();
+    gated.state.fail = true;
+    gated.open();
+    const backend = new ThreadStateBackend({ checkpointer: gated.checkpointer, threadId: "t", writeBack: true, commitRetryMs: 20 });
+    expect(await backend.uploadFiles([["/a.txt", bytes("retried")]])).toEqual([{ path: "/a.txt", error: null }]);
+    // Failing, and tried again with no further change and no sync.
+    await eventually(async () => gated.state.putCalls >= 3);
+    expect(await checkpointCount(gated.base)).toBe(0);
+    gated.state.fail = false;
+    await eventually(async () => (await checkpointCount(gated.base)) === 1);
+    expect(await backend.sync()).toEqual({});
+    const fresh = new ThreadStateBackend({ checkpointer: saver(), threadId: "t" });
+    expect((await fresh.read("/a.txt")).content).toBe("retried");
+    await backend.close();
+  });
+
   it("two write-back backends on one thread merge their groups; the same file on both sides keeps both", async () => {
     const ours = new ThreadStateBackend({ checkpointer: saver(), threadId: "t", writeBack: true });
     const theirs = new ThreadStateBackend({ checkpointer: saver(), threadId: "t", writeBack: true });
