@@ -24,6 +24,7 @@ import {
   canXattrs,
   canReadRange,
   canSetMetadata,
+  canLsStat,
   hasFileSizeLimit,
   isSandboxBackend,
   isSandboxProtocol,
@@ -49,6 +50,7 @@ import {
   type UploadFromBaseResponse,
   type WriteResult,
   type FileMetadata,
+  type LsStatResult,
   type RangeReadResult,
   type SetMetadataResult,
   type XattrsResult,
@@ -97,7 +99,7 @@ export class CompositeBackend implements BackendProtocolV2 {
     // Capabilities exist only where some backend has them: a mount without extended
     // attributes leaves the kernel's attribute probes out, one without ranged reads never asks.
     const backends = [this.defaultBackend, ...Object.values(adapted)];
-    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange], ["setMetadata", canSetMetadata]] as const) {
+    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange], ["setMetadata", canSetMetadata], ["lsStat", canLsStat]] as const) {
       if (!backends.some(offeredBy)) Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
     }
   }
@@ -153,6 +155,16 @@ export class CompositeBackend implements BackendProtocolV2 {
     const files = [...entries.values()];
     if (below.length > 0) files.sort((a, b) => a.path.localeCompare(b.path));
     return { files };
+  }
+
+  /** The serving backend's `lsStat`; a directory with routes below it is a merged listing: `ls`. */
+  async lsStat(path: string): Promise<LsStatResult> {
+    if (this.table.routesBelow(path).length > 0) return { unsupported: true };
+    const { route, backend, innerPath } = this.table.resolve(path);
+    if (!canLsStat(backend)) return { unsupported: true };
+    const result = await backend.lsStat(innerPath);
+    if (!result.files) return result;
+    return { files: result.files.map((stat) => ({ ...stat, path: withRoute(route, stat.path) })) };
   }
 
   async read(filePath: string, offset = 0, limit = 500): Promise<ReadResult> {

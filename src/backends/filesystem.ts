@@ -44,8 +44,11 @@ import {
   type GrepMatch,
   type GrepResult,
   type LsResult,
+  type DirectoryStats,
   type FileMetadata,
   type FileSizeLimit,
+  type FileStat,
+  type LsStatResult,
   type MetadataStorage,
   type RangeReadable,
   type RangeReadResult,
@@ -89,7 +92,7 @@ export interface FilesystemBackendOptions {
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, FileSizeLimit {
+export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, FileSizeLimit, DirectoryStats {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -115,34 +118,55 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
 
   async ls(dirPath: string): Promise<LsResult> {
     try {
-      const base = await this.paths.resolve(dirPath, { followLeaf: true });
-      if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
-      // Entries are stat'ed inline (microseconds each; see atomic-write.ts), symlinks checked through the pool.
-      const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true });
-      const infos = await Promise.all(
-        entries.map(async (entry): Promise<FileInfo | undefined> => {
-          const hostPath = path.join(base.hostPath, entry.name);
-          try {
-            if (entry.isSymbolicLink() && !(await this.paths.staysInside(hostPath))) return undefined;
-            const stat = fsConstants.statSync(hostPath);
-            const shown = PathResolver.childShownPath(base, entry.name, this.virtualMode);
-            const modified_at = stat.mtime.toISOString();
-            if (stat.isFile()) return { path: shown, is_dir: false, size: stat.size, modified_at };
-            if (stat.isDirectory()) {
-              return { path: shown + (this.virtualMode ? "/" : path.sep), is_dir: true, size: 0, modified_at };
-            }
-          } catch {
-            // entries that cannot be stat'ed (dangling links, races) are not listed
-          }
-          return undefined;
-        }),
-      );
-      const files = infos.filter((info): info is FileInfo => info !== undefined);
-      files.sort((a, b) => a.path.localeCompare(b.path));
-      return { files };
+      const entries = await this.statEntries(dirPath);
+      return {
+        files: entries.map(({ shown, stat }) =>
+          stat.isDirectory()
+            ? { path: shown + (this.virtualMode ? "/" : path.sep), is_dir: true, size: 0, modified_at: stat.mtime.toISOString() }
+            : { path: shown, is_dir: false, size: stat.size, modified_at: stat.mtime.toISOString() },
+        ),
+      };
     } catch {
       return { files: [] };
     }
+  }
+
+  /** `ls` with each entry's `stat` (taken by the listing anyway): a mount's lookups need no more. */
+  async lsStat(dirPath: string): Promise<LsStatResult> {
+    try {
+      return { files: (await this.statEntries(dirPath)).map(({ shown, stat }) => fileStatOf(shown, stat)) };
+    } catch (error) {
+      return { error: `Error listing '${dirPath}': ${describeFsError(error)}` };
+    }
+  }
+
+  /**
+   * A directory's files and directories with their stats (in-root symlinks followed), sorted
+   * as `ls` lists them; none when the path is not a directory. Entries that cannot be
+   * stat'ed (dangling links, races) are left out.
+   */
+  private async statEntries(dirPath: string): Promise<Array<{ shown: string; stat: fsConstants.Stats }>> {
+    const base = await this.paths.resolve(dirPath, { followLeaf: true });
+    if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return [];
+    // Entries are stat'ed inline (microseconds each; see atomic-write.ts), symlinks checked through the pool.
+    const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true });
+    const found = await Promise.all(
+      entries.map(async (entry) => {
+        const hostPath = path.join(base.hostPath, entry.name);
+        try {
+          if (entry.isSymbolicLink() && !(await this.paths.staysInside(hostPath))) return undefined;
+          const stat = fsConstants.statSync(hostPath);
+          if (!stat.isFile() && !stat.isDirectory()) return undefined;
+          return { shown: PathResolver.childShownPath(base, entry.name, this.virtualMode), stat };
+        } catch {
+          return undefined;
+        }
+      }),
+    );
+    const listed = found.filter((entry) => entry !== undefined);
+    // ls's order: directories carry their trailing separator when compared.
+    const key = ({ shown, stat }: { shown: string; stat: fsConstants.Stats }) => (stat.isDirectory() ? shown + (this.virtualMode ? "/" : path.sep) : shown);
+    return listed.sort((a, b) => key(a).localeCompare(key(b)));
   }
 
   async read(filePath: string, offset: number = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
@@ -417,20 +441,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       // Resolving found nothing there: no second look (every create starts with this stat).
       if (target.missing) return {};
-      const stat = target.stat ?? fsConstants.statSync(target.hostPath);
-      const is_dir = stat.isDirectory();
-      const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
-      return {
-        stat: {
-          path: target.shownPath,
-          is_dir,
-          size: is_dir ? 0 : stat.size,
-          modified_at: stat.mtime.toISOString(),
-          created_at: created.toISOString(),
-          version: `${stat.mtimeMs}-${stat.size}-${stat.ino}`,
-          mode: stat.mode & 0o7777,
-        },
-      };
+      return { stat: fileStatOf(target.shownPath, target.stat ?? fsConstants.statSync(target.hostPath)) };
     } catch (error) {
       if (isMissing(error)) return {};
       return { error: `Error reading '${filePath}': ${describeFsError(error)}` };
@@ -561,6 +572,21 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   private tooLarge(filePath: string, bytes: number): string {
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
   }
+}
+
+/** One entry's FileStat: its version token changes with its mtime, size or inode. */
+function fileStatOf(shown: string, stat: fsConstants.Stats): FileStat {
+  const is_dir = stat.isDirectory();
+  const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
+  return {
+    path: shown,
+    is_dir,
+    size: is_dir ? 0 : stat.size,
+    modified_at: stat.mtime.toISOString(),
+    created_at: created.toISOString(),
+    version: `${stat.mtimeMs}-${stat.size}-${stat.ino}`,
+    mode: stat.mode & 0o7777,
+  };
 }
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */

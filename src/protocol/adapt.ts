@@ -83,7 +83,7 @@ export function adaptBackendProtocol(backend: AnyBackendProtocol): BackendProtoc
  * The optional capabilities (rename, stat, sync, ...) are not part of deepagents' protocol;
  * the adapter forwards them so that a mount over an adapted backend keeps them.
  */
-const CAPABILITY_METHODS = ["rename", "stat", "sync", "changesSince", "watch", "mkdir", "close", "xattrs", "uploadFilesFrom", "renameFrom", "readRange", "setMetadata", "fileSizeLimit"] as const;
+const CAPABILITY_METHODS = ["rename", "stat", "sync", "changesSince", "watch", "mkdir", "close", "xattrs", "uploadFilesFrom", "renameFrom", "readRange", "setMetadata", "fileSizeLimit", "lsStat"] as const;
 
 function copyCapabilities(from: object, to: object): void {
   for (const name of CAPABILITY_METHODS) {

@@ -111,6 +111,23 @@ export interface RangeReadable {
   readRange(path: string, offset: number, target: Uint8Array): MaybePromise<RangeReadResult>;
 }
 
+export interface LsStatResult {
+  /** Each entry's stat (as `stat` gives it), the path without a trailing slash. */
+  files?: FileStat[];
+  error?: string;
+  /** This directory cannot be listed this way (a composite's merged directory): use `ls`. */
+  unsupported?: true;
+}
+
+/**
+ * A directory listing with each entry's stat, where the backend stats every entry anyway
+ * (a disk): a mount then answers the lookups that follow a readdir (`ls -l`, `find`, `grep
+ * -r`) without a `stat` call per name.
+ */
+export interface DirectoryStats {
+  lsStat(path: string): MaybePromise<LsStatResult>;
+}
+
 /**
  * The largest file a backend stores at a path (FilesystemBackend's `maxFileSizeMb`). A mount
  * fails a write past it with EFBIG at once, as a disk does at its limit, instead of the
@@ -184,6 +201,7 @@ export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
 export const canReadRange = (b: unknown): b is RangeReadable => hasMethod(b, "readRange");
 export const canSetMetadata = (b: unknown): b is MetadataStorage => hasMethod(b, "setMetadata");
+export const canLsStat = (b: unknown): b is DirectoryStats => hasMethod(b, "lsStat");
 export const hasFileSizeLimit = (b: unknown): b is FileSizeLimit => hasMethod(b, "fileSizeLimit");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

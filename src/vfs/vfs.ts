@@ -10,6 +10,7 @@ import {
   adaptBackendProtocol,
   basenameOf,
   boundedLru,
+  canLsStat,
   canMkdir,
   canReadRange,
   canSetMetadata,
@@ -30,6 +31,7 @@ import {
   type BackendProtocolV2,
   type FileInfo,
   type FileMetadata,
+  type FileStat,
   type StatResult,
   type UploadFromBaseResponse,
 } from "../protocol/index.js";
@@ -577,10 +579,7 @@ export class Vfs {
         if (this.implicitDirs.has(path)) return this.dirAttr();
         throw new FsError("ENOENT", path);
       }
-      if (stat.is_dir) return this.remember(path, { ...this.dirAttr(stat.modified_at), mode: stat.mode });
-      const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
-      const mtimeMs = parseTime(stat.modified_at) ?? this.firstSeen(path, version);
-      return this.remember(path, { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode });
+      return this.remember(path, this.attrOf(path, stat));
     }
     if (this.implicitDirs.has(path)) return this.dirAttr();
     const listing = parentListing ?? (await this.listing(parent, false));
@@ -723,6 +722,8 @@ export class Vfs {
       const cached = this.listings.get(dir);
       if (cached) return cached;
     }
+    const withStats = await this.listingWithStats(dir);
+    if (withStats) return withStats;
     const result = await this.call("ls", () => this.backend.ls(dir));
     if (result.error) throw backendError(result.error, `ls ${dir}`);
     const listing: Listing = new Map();
@@ -735,6 +736,37 @@ export class Vfs {
     }
     this.listings.set(dir, listing);
     return listing;
+  }
+
+  /**
+   * A listing from a backend that stats every entry anyway (a disk): the entries' attributes
+   * are remembered too, so the lookups after a readdir ask nothing more. Attributes the mount
+   * holds already (fresher, e.g. its own upload's) are kept. undefined: list with `ls`.
+   */
+  private async listingWithStats(dir: string): Promise<Listing | undefined> {
+    const backend = this.backend;
+    if (!canLsStat(backend)) return undefined;
+    const result = await this.call("lsStat", () => backend.lsStat(dir));
+    if (result.unsupported) return undefined;
+    if (result.error) throw backendError(result.error, `ls ${dir}`);
+    const listing: Listing = new Map();
+    for (const stat of result.files ?? []) {
+      const name = basenameOf(stat.path);
+      if (name === "" || name === "." || name === "..") continue;
+      listing.set(name, stat.is_dir);
+      const child = join(dir, name);
+      if (!this.attrs.has(child)) this.remember(child, this.attrOf(child, stat));
+    }
+    this.listings.set(dir, listing);
+    return listing;
+  }
+
+  /** A backend stat as the mount's attributes. */
+  private attrOf(path: string, stat: FileStat): Attr {
+    if (stat.is_dir) return { ...this.dirAttr(stat.modified_at), mode: stat.mode };
+    const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
+    const mtimeMs = parseTime(stat.modified_at) ?? this.firstSeen(path, version);
+    return { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode };
   }
 
   /** A backend listing plus what only the mount knows: implicit dirs, files not yet uploaded. */

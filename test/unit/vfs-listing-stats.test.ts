@@ -1,0 +1,74 @@
+/**
+ * A readdir on a disk route (FilesystemBackend.lsStat) brings each entry's attributes with
+ * it, so the lookups that follow (`ls -l`, `find`, `grep -r`) make no backend `stat` per
+ * name; the attributes are the disk's own.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import fs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { Vfs } from "../../src/vfs/index.js";
+import { createStandaloneState } from "../fuse/helpers/state-backend.js";
+
+/** A real FilesystemBackend that counts its `stat` calls and downloads. */
+class CountingBackend extends FilesystemBackend {
+  stats = 0;
+  downloads = 0;
+  override async stat(filePath: string) {
+    this.stats++;
+    return super.stat(filePath);
+  }
+  override async downloadFiles(paths: string[]) {
+    this.downloads += paths.length;
+    return super.downloadFiles(paths);
+  }
+}
+
+let root: string;
+let backend: CountingBackend;
+let vfs: Vfs;
+
+beforeEach(async () => {
+  root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-vfs-lsstat-"));
+  await fs.mkdir(path.join(root, "d/sub"), { recursive: true });
+  for (let i = 0; i < 50; i++) await fs.writeFile(path.join(root, `d/f${i}.txt`), "x".repeat(i));
+  await fs.chmod(path.join(root, "d/f7.txt"), 0o600);
+  backend = new CountingBackend({ rootDir: root, virtualMode: true });
+  vfs = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": backend }), { attrTimeoutMs: 60_000 });
+});
+
+afterEach(async () => {
+  await vfs.close();
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe("readdir with the entries' stats", () => {
+  it("answers the lookups after it without a stat per name, with the disk's sizes, modes and times", async () => {
+    const names = (await vfs.readdir("/fs/d")).map((e) => e.name).sort();
+    expect(names).toEqual([...Array.from({ length: 50 }, (_, i) => `f${i}.txt`), "sub"].sort());
+    const before = backend.stats;
+    for (let i = 0; i < 50; i++) {
+      const st = await vfs.getattr(`/fs/d/f${i}.txt`);
+      const disk = await fs.stat(path.join(root, `d/f${i}.txt`));
+      expect(st.size).toBe(i);
+      expect(st.mtime).toBe(Math.floor(disk.mtimeMs));
+      expect(st.mode & 0o7777).toBe(i === 7 ? 0o600 : disk.mode & 0o7777);
+    }
+    expect((await vfs.getattr("/fs/d/sub")).mode & 0o40000).toBe(0o40000);
+    expect(backend.stats - before).toBe(0);
+  });
+
+  it("keeps what the mount knows fresher: a file it just wrote is not re-read", async () => {
+    const fh = await vfs.create("/fs/d/new.txt", 0o644);
+    await vfs.write(fh, Buffer.from("hello"), 5, 0);
+    await vfs.release(fh);
+    await vfs.readdir("/fs/d");
+    const read = Buffer.alloc(10);
+    const rh = await vfs.open("/fs/d/new.txt", 0);
+    expect(read.subarray(0, await vfs.read(rh, read, 10, 0)).toString()).toBe("hello");
+    await vfs.release(rh);
+    expect(backend.downloads).toBe(0);
+  });
+});
