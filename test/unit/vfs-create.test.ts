@@ -8,27 +8,19 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { CountingFilesystem } from "./helpers/counting-filesystem.js";
 import { FsError, Vfs } from "../../src/vfs/index.js";
 
 const TTL_MS = 200;
 
-/** A real FilesystemBackend that counts its `stat` calls (the close's own stat of the stored file included). */
-class CountingBackend extends FilesystemBackend {
-  stats = 0;
-  override async stat(filePath: string) {
-    this.stats++;
-    return super.stat(filePath);
-  }
-}
 
 let root: string;
-let backend: CountingBackend;
+let backend: CountingFilesystem;
 let vfs: Vfs;
 
 beforeEach(async () => {
   root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-vfs-create-"));
-  backend = new CountingBackend({ rootDir: root, virtualMode: true });
+  backend = new CountingFilesystem({ rootDir: root, virtualMode: true });
   vfs = new Vfs(backend, { attrTimeoutMs: TTL_MS });
 });
 

@@ -8,26 +8,13 @@ import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CompositeBackend } from "../../src/backends/composite.js";
-import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { CountingFilesystem } from "./helpers/counting-filesystem.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
 
-/** A real FilesystemBackend that counts its `stat` calls and downloads. */
-class CountingBackend extends FilesystemBackend {
-  stats = 0;
-  downloads = 0;
-  override async stat(filePath: string) {
-    this.stats++;
-    return super.stat(filePath);
-  }
-  override async downloadFiles(paths: string[]) {
-    this.downloads += paths.length;
-    return super.downloadFiles(paths);
-  }
-}
 
 let root: string;
-let backend: CountingBackend;
+let backend: CountingFilesystem;
 let vfs: Vfs;
 
 beforeEach(async () => {
@@ -35,7 +22,7 @@ beforeEach(async () => {
   await fs.mkdir(path.join(root, "d/sub"), { recursive: true });
   for (let i = 0; i < 50; i++) await fs.writeFile(path.join(root, `d/f${i}.txt`), "x".repeat(i));
   await fs.chmod(path.join(root, "d/f7.txt"), 0o600);
-  backend = new CountingBackend({ rootDir: root, virtualMode: true });
+  backend = new CountingFilesystem({ rootDir: root, virtualMode: true });
   vfs = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": backend }), { attrTimeoutMs: 60_000 });
 });
 

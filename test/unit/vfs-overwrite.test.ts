@@ -8,30 +8,22 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { CountingFilesystem } from "./helpers/counting-filesystem.js";
 import { Vfs } from "../../src/vfs/index.js";
 
 const O_RDWR = 2;
 const O_WRONLY = 1;
 
-/** A real FilesystemBackend that counts the files it hands out. */
-class CountingBackend extends FilesystemBackend {
-  downloads = 0;
-  override async downloadFiles(paths: string[]) {
-    this.downloads += paths.length;
-    return super.downloadFiles(paths);
-  }
-}
 
 let root: string;
-let backend: CountingBackend;
+let backend: CountingFilesystem;
 let vfs: Vfs;
 const OLD = Buffer.from("0123456789abcdefghij"); // 20 bytes on the backend
 
 beforeEach(async () => {
   root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-vfs-overwrite-"));
   await fs.writeFile(path.join(root, "f.bin"), OLD);
-  backend = new CountingBackend({ rootDir: root, virtualMode: true });
+  backend = new CountingFilesystem({ rootDir: root, virtualMode: true });
   vfs = new Vfs(backend, {});
 });
 

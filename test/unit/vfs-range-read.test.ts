@@ -9,34 +9,21 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { CompositeBackend } from "../../src/backends/composite.js";
-import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { CountingFilesystem } from "./helpers/counting-filesystem.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { createStandaloneState } from "../fuse/helpers/state-backend.js";
 
 const MiB = 1 << 20;
 const CHUNK = 128 * 1024;
 
-/** A real FilesystemBackend that counts whole downloads and ranged reads. */
-class CountingBackend extends FilesystemBackend {
-  downloads = 0;
-  ranges = 0;
-  override async downloadFiles(paths: string[]) {
-    this.downloads += paths.length;
-    return super.downloadFiles(paths);
-  }
-  override async readRange(filePath: string, offset: number, target: Uint8Array) {
-    this.ranges++;
-    return super.readRange(filePath, offset, target);
-  }
-}
 
 let root: string;
-let backend: CountingBackend;
+let backend: CountingFilesystem;
 let vfs: Vfs;
 
 beforeEach(async () => {
   root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-vfs-range-"));
-  backend = new CountingBackend({ rootDir: root, virtualMode: true, maxFileSizeMb: 100 });
+  backend = new CountingFilesystem({ rootDir: root, virtualMode: true, maxFileSizeMb: 100 });
   vfs = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": backend }), {});
 });
 
