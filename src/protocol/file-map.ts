@@ -48,6 +48,11 @@ export type FilesMap = Record<string, FileData>;
 /** A files-channel update: a record replaces the entry, `null` deletes it. */
 export type FilesUpdate = Record<string, FileData | null>;
 
+/** An update that changes nothing. */
+export function isEmptyUpdate(update: FilesUpdate): boolean {
+  return Object.keys(update).length === 0;
+}
+
 /** What a planner returns: the result, and the update to apply when there is one. */
 export interface Planned<R> {
   result: R;

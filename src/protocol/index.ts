@@ -31,6 +31,7 @@ export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToS
 export { checkVirtualPath, isPathWithin, parentOf, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
 export {
   mergeFilesUpdate,
+  isEmptyUpdate,
   listFiles,
   readFile,
   readRawFile,

@@ -5,9 +5,7 @@
  * and our new writes are applied to it in place. Callers use a map synchronously and never
  * modify it, so changing it between their calls is safe.
  */
-import { mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
-
-const isEmpty = (update: FilesUpdate): boolean => Object.keys(update).length === 0;
+import { isEmptyUpdate, mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
 
 export class LayeredFiles {
   private base: FilesMap | undefined;
@@ -15,7 +13,7 @@ export class LayeredFiles {
 
   /** committed + inFlight + pending; with nothing of ours on top, the committed map as is (no copy). */
   of(committed: FilesMap, inFlight: FilesUpdate, pending: FilesUpdate): FilesMap {
-    if (isEmpty(inFlight) && isEmpty(pending)) return committed;
+    if (isEmptyUpdate(inFlight) && isEmptyUpdate(pending)) return committed;
     if (this.layered === undefined || this.base !== committed) {
       this.base = committed;
       this.layered = mergeFilesUpdate(mergeFilesUpdate(committed, inFlight), pending);

@@ -45,6 +45,7 @@ import {
   type FileUploadResponse,
   type FilesMap,
   type FilesUpdate,
+  isEmptyUpdate,
   type GlobResult,
   type GrepResult,
   type LsResult,
@@ -111,7 +112,6 @@ const MAX_REPLAYS = 10;
 export const WRITER_METADATA_KEY = "backendfs_writer";
 const MAX_POLL_MS = 5000;
 
-const isEmpty = (update: FilesUpdate): boolean => Object.keys(update).length === 0;
 const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattable, Syncable, ChangeTracking {
@@ -403,7 +403,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    * and so does a retry timer (backing off), so that it does not wait for the next change.
    */
   private async commitWhilePending(): Promise<void> {
-    while (!isEmpty(this.pending)) {
+    while (!isEmptyUpdate(this.pending)) {
       if (!(await this.commitPending())) return this.scheduleRetry();
     }
     this.retryDelayMs = this.commitRetryMs;
@@ -424,7 +424,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    * a failure is kept in lastError and the batch stays pending. False when it failed.
    */
   private async commitPending(): Promise<boolean> {
-    if (isEmpty(this.pending)) return true;
+    if (isEmptyUpdate(this.pending)) return true;
     this.inFlight = this.pending;
     const baseVersions = this.baseVersions;
     this.pending = {};
@@ -494,7 +494,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       const merged = mergePending(update, bases, before);
       this.unconfirmed.settle(merged.conflicts);
       conflicts.push(...merged.conflicts);
-      if (Object.keys(merged.update).length === 0 && verdict.isLatest) {
+      if (isEmptyUpdate(merged.update) && verdict.isLatest) {
         if (base) this.unconfirmed.adopt(base.checkpoint.id, parentIdOf(base));
         else this.unconfirmed.clear();
         continue;
