@@ -103,8 +103,6 @@ export class Vfs {
   readonly backend: BackendProtocolV2;
   /** The backend serves extended attributes (without them the kernel is told there are none). */
   readonly hasXattrs: boolean;
-  /** The backend reads parts of files (large files are then streamed, see readPart). */
-  private readonly readsRanges: boolean;
   /** Buffers for ranged reads, reused (allocating fresh memory per read costs more than the read). */
   private readonly readBuffers: Buffer[] = [];
   private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
@@ -150,7 +148,6 @@ export class Vfs {
       log: options.log,
     };
     this.hasXattrs = canXattrs(this.backend);
-    this.readsRanges = canReadRange(this.backend);
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
@@ -247,7 +244,7 @@ export class Vfs {
 
   async read(fh: number, target: Buffer, length: number, position: number): Promise<number> {
     const file = this.handle(fh).file;
-    if (this.readsRanges && !file.loaded && !file.loading && file.unloadedSize === null && !file.detached) {
+    if (!file.loaded && !file.loading && file.unloadedSize === null && !file.detached) {
       const n = await this.readPart(file, target, length, position);
       if (n !== undefined) return n;
     }
@@ -437,9 +434,7 @@ export class Vfs {
     this.forget(from);
     this.forget(to);
     if (fromAttr.isDir) {
-      this.attrs.clear();
-      this.lookedUpMissing.clear();
-      this.listings.clear();
+      this.forgetAllAttributes();
     } else {
       this.addToListing(to, false);
     }
@@ -523,9 +518,7 @@ export class Vfs {
   /** Forgets every cached attribute, listing and page (a manual "refresh now"). */
   invalidate(paths: string[] | "all" = "all"): void {
     if (paths === "all") {
-      this.attrs.clear();
-      this.lookedUpMissing.clear();
-      this.listings.clear();
+      this.forgetAllAttributes();
       this.pages.clear();
       return;
     }
@@ -608,7 +601,6 @@ export class Vfs {
    */
   private async storedMtime(path: string, file: OpenFile): Promise<number> {
     const localMs = file.mtimeMs;
-    if (!canStat(this.backend)) return localMs;
     const result = await this.statInBackend(path).catch(() => undefined);
     const stat = result?.stat;
     if (!stat || result.error || stat.is_dir) return localMs;
@@ -784,6 +776,13 @@ export class Vfs {
     this.listings.get(parentOf(path))?.set(basenameOf(path), isDir);
   }
 
+  /** Drops every cached attribute, lookup answer and listing (pages are keyed by version and may stay). */
+  private forgetAllAttributes(): void {
+    this.attrs.clear();
+    this.lookedUpMissing.clear();
+    this.listings.clear();
+  }
+
   /** Drops what the caches know about a path (not its parent listing entry). */
   private forget(path: string): void {
     this.attrs.delete(path);
@@ -914,12 +913,12 @@ export class Vfs {
    * one request, then served from the page cache. undefined: load the file instead.
    */
   private async readPart(file: OpenFile, target: Buffer, length: number, position: number): Promise<number | undefined> {
+    const backend = this.backend;
+    if (!canReadRange(backend)) return undefined;
     const path = file.path;
     const attr = await this.storedAttr(path);
     if (attr.size < RANGE_READ_MIN_BYTES || this.pages.get(path, attr.version)) return undefined;
     this.check("read", path);
-    const backend = this.backend;
-    if (!canReadRange(backend)) return undefined;
     // Into a reused buffer of ours, not the kernel's: a backend that outlives the call's time
     // limit must not write into a reply buffer the transport has moved on with.
     const scratch = this.readBuffers.pop() ?? Buffer.allocUnsafe(Math.max(length, READ_BUFFER_BYTES));
@@ -1100,9 +1099,7 @@ export class Vfs {
     const onChange = (changed: string[] | "all") => {
       if (changed === "all") {
         // Pages are keyed by version: a changed file misses anyway, an unchanged one is kept.
-        this.attrs.clear();
-        this.lookedUpMissing.clear();
-        this.listings.clear();
+        this.forgetAllAttributes();
       } else {
         this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
       }
