@@ -120,11 +120,10 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     try {
       const entries = await this.statEntries(dirPath);
       return {
-        files: entries.map(({ shown, stat }) =>
-          stat.isDirectory()
-            ? { path: shown + (this.virtualMode ? "/" : path.sep), is_dir: true, size: 0, modified_at: stat.mtime.toISOString() }
-            : { path: shown, is_dir: false, size: stat.size, modified_at: stat.mtime.toISOString() },
-        ),
+        files: entries.map(({ shown, stat }) => {
+          const is_dir = stat.isDirectory();
+          return { path: this.listedPath(shown, stat), is_dir, size: is_dir ? 0 : stat.size, modified_at: stat.mtime.toISOString() };
+        }),
       };
     } catch {
       return { files: [] };
@@ -134,7 +133,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   /** `ls` with each entry's `stat` (taken by the listing anyway): a mount's lookups need no more. */
   async lsStat(dirPath: string): Promise<LsStatResult> {
     try {
-      return { files: (await this.statEntries(dirPath)).map(({ shown, stat }) => fileStatOf(shown, stat)) };
+      return { files: (await this.statEntries(dirPath)).map(({ shown, stat }) => hostFileStat(shown, stat)) };
     } catch (error) {
       return { error: `Error listing '${dirPath}': ${describeFsError(error)}` };
     }
@@ -165,8 +164,12 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     );
     const listed = found.filter((entry) => entry !== undefined);
     // ls's order: directories carry their trailing separator when compared.
-    const key = ({ shown, stat }: { shown: string; stat: fsConstants.Stats }) => (stat.isDirectory() ? shown + (this.virtualMode ? "/" : path.sep) : shown);
-    return listed.sort((a, b) => key(a).localeCompare(key(b)));
+    return listed.sort((a, b) => this.listedPath(a.shown, a.stat).localeCompare(this.listedPath(b.shown, b.stat)));
+  }
+
+  /** An entry's path as `ls` lists it: directories end with a separator. */
+  private listedPath(shown: string, stat: fsConstants.Stats): string {
+    return stat.isDirectory() ? shown + (this.virtualMode ? "/" : path.sep) : shown;
   }
 
   async read(filePath: string, offset: number = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
@@ -441,7 +444,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       // Resolving found nothing there: no second look (every create starts with this stat).
       if (target.missing) return {};
-      return { stat: fileStatOf(target.shownPath, target.stat ?? fsConstants.statSync(target.hostPath)) };
+      return { stat: hostFileStat(target.shownPath, target.stat ?? fsConstants.statSync(target.hostPath)) };
     } catch (error) {
       if (isMissing(error)) return {};
       return { error: `Error reading '${filePath}': ${describeFsError(error)}` };
@@ -574,8 +577,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   }
 }
 
-/** One entry's FileStat: its version token changes with its mtime, size or inode. */
-function fileStatOf(shown: string, stat: fsConstants.Stats): FileStat {
+/** A host entry's FileStat: its version token changes with its mtime, size or inode. */
+function hostFileStat(shown: string, stat: fsConstants.Stats): FileStat {
   const is_dir = stat.isDirectory();
   const created = stat.birthtimeMs > 0 ? stat.birthtime : stat.ctime;
   return {
