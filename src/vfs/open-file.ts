@@ -3,6 +3,8 @@
  * on one file see one content). Writes land in a growable buffer that is uploaded whole at
  * flush/fsync; a failed upload keeps it dirty for the next try.
  */
+import { constants as bufferConstants } from "node:buffer";
+
 export class OpenFile {
   /** Handles open on this file. */
   refs = 0;
@@ -135,8 +137,8 @@ export class OpenFile {
       return;
     }
     let next: Buffer;
-    if (needed > GROW_IN_PLACE_BYTES && needed <= MAX_IN_PLACE_BYTES) {
-      const buffer = new ArrayBuffer(needed, { maxByteLength: MAX_IN_PLACE_BYTES });
+    if (needed > GROW_IN_PLACE_BYTES && needed <= MAX_CONTENT_BYTES) {
+      const buffer = new ArrayBuffer(needed, { maxByteLength: MAX_CONTENT_BYTES });
       next = Buffer.from(buffer, 0, needed);
     } else {
       const capacity = data && data.byteLength >= needed ? needed : Math.min(2 * needed, needed + (64 << 20));
@@ -150,8 +152,11 @@ export class OpenFile {
 
 /** Files this large grow in place (see reserve). Smaller ones are most files: plain buffers. */
 const GROW_IN_PLACE_BYTES = 8 << 20;
-/** The address space a growable buffer reserves (only what is written is ever backed by memory). */
-const MAX_IN_PLACE_BYTES = 2 ** 32;
+/**
+ * The most one open file holds: what one Buffer can, which is also the address space a
+ * growable buffer reserves (only what is written is ever backed by memory).
+ */
+export const MAX_CONTENT_BYTES = Math.min(2 ** 32, bufferConstants.MAX_LENGTH);
 
 /** The resizable ArrayBuffer under `data` when it spans all of one. */
 function growable(data: Buffer): ArrayBuffer | undefined {

@@ -4,7 +4,6 @@
  * backend's atomic `rename` or copy-then-delete, a page cache keyed by version and an
  * attribute/directory cache with a TTL. Methods throw FsError; transports turn it into errno.
  */
-import { constants as bufferConstants } from "node:buffer";
 import type { LRUCache } from "lru-cache";
 import {
   adaptBackendProtocol,
@@ -36,7 +35,7 @@ import {
   type UploadFromBaseResponse,
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
-import { OpenFile } from "./open-file.js";
+import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
 import { S_IFDIR, S_IFREG, type AccessOperation, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
@@ -82,9 +81,6 @@ const HIDDEN_PREFIX = ".fuse_hidden";
 
 /** Extended attributes a backend may offer (read-only); other names are never looked up. */
 const XATTR_PREFIX = "user.backendfs.";
-
-/** The largest file the mount can hold in one write buffer. */
-const MAX_FILE_BYTES = bufferConstants.MAX_LENGTH;
 
 /** A ranged read's buffer holds at least the kernel's largest read (1 MiB on raw); a few are kept. */
 const READ_BUFFER_BYTES = 1024 * 1024;
@@ -902,7 +898,7 @@ export class Vfs {
   /** EFBIG for a file growing past what the backend stores at the path (or what one buffer holds). */
   private checkSize(path: string, size: number): void {
     const backend = this.backend;
-    const limit = Math.min(MAX_FILE_BYTES, (hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined) ?? Infinity);
+    const limit = Math.min(MAX_CONTENT_BYTES, (hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined) ?? Infinity);
     if (size > limit) throw new FsError("EFBIG", `${path}: ${size} bytes is over the ${limit}-byte limit`);
   }
 
