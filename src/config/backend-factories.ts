@@ -38,7 +38,7 @@ async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M
 export const backendFactories: Registry = {
   state: async (spec, ctx) => {
     const { ThreadStateBackend } = await import("../stores/thread-state.js");
-    const { saver, reader, durable } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir));
+    const { saver, reader, durable } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir), spec.storage);
     return new ThreadStateBackend({
       checkpointer: saver,
       reader,
@@ -47,6 +47,7 @@ export const backendFactories: Registry = {
       checkpointNs: spec.checkpointNs,
       fileFormat: spec.fileFormat,
       batchWindowMs: spec.batchWindowMs,
+      maxFileSizeMb: spec.maxFileSizeMb,
       writeBack: ctx.writeBack,
     });
   },

@@ -10,6 +10,7 @@ import Database from "better-sqlite3";
 import type pg from "pg";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { SqliteCheckpointReader } from "../stores/sqlite-checkpoint-reader.js";
+import { sqliteFilesManifest, type StateStorage } from "../stores/checkpointers.js";
 import type { CheckpointReader } from "../stores/thread-checkpoints.js";
 
 export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
@@ -58,8 +59,9 @@ export class Connections {
   private readonly pools = new Map<string, pg.Pool>();
   private readonly closers: Array<() => unknown> = [];
 
-  async checkpointer(c: Connection): Promise<CheckpointerHandle> {
-    const id = describe(c);
+  /** `storage`: how the checkpoints it writes hold file content (checkpointers.ts); either is read. */
+  async checkpointer(c: Connection, storage: StateStorage = "content"): Promise<CheckpointerHandle> {
+    const id = `${storage}\0${describe(c)}`;
     const known = this.savers.get(id);
     if (known) return known;
     let handle: CheckpointerHandle;
@@ -67,18 +69,18 @@ export class Connections {
       if (c.kind === "sqlite") {
         const db = this.sqliteDb(c.file);
         // The reader queries the file now, so a bad file fails here rather than at first use.
-        const reader = new SqliteCheckpointReader(db);
-        let saver: BaseCheckpointSaver | undefined;
-        const load = async () => {
-          const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
-          return (saver ??= new SqliteSaver(db));
+        const reader = new SqliteCheckpointReader(db, sqliteFilesManifest(db));
+        let saver: Promise<BaseCheckpointSaver> | undefined;
+        const load = () => {
+          saver ??= import("../stores/checkpointers.js").then(({ sqliteCheckpointer }) => sqliteCheckpointer(db, { storage }));
+          saver.catch(() => (saver = undefined));
+          return saver;
         };
         handle = { reader, saver: load, durable: () => fsyncWal(c.file) };
       } else {
         // PostgreSQL drivers load only when a config names a postgres:// URL.
-        const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-        const postgres = new PostgresSaver(await this.pool(c.url));
-        await postgres.setup();
+        const { postgresCheckpointer } = await import("../stores/checkpointers.js");
+        const postgres = await postgresCheckpointer(await this.pool(c.url), { storage });
         handle = { saver: () => Promise.resolve(postgres) };
       }
     } catch (error) {

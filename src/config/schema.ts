@@ -14,6 +14,10 @@ const stateSpec = z.strictObject({
   checkpointNs: z.string().optional(),
   fileFormat: fileFormat.optional(),
   batchWindowMs: z.number().int().min(0).optional(),
+  /** How checkpoints hold file content: "content" (once each, in the database's content store) or "inline" (LangGraph's own format, a copy per checkpoint). */
+  storage: z.enum(["content", "inline"]).default("content"),
+  /** Larger files are refused (EFBIG); they belong on a filesystem route. Default 128. */
+  maxFileSizeMb: z.number().positive().max(1024).optional(),
 });
 
 const storeSpec = z.strictObject({

@@ -10,7 +10,6 @@
  * Every path argument goes through `checkVirtualPath`; keys are normalized paths. Error
  * messages quote the path as the caller passed it, as deepagents does.
  */
-import { createHash } from "node:crypto";
 import type {
   DeleteResult,
   EditResult,
@@ -37,6 +36,7 @@ import {
   updateFileData,
   type FileFormat,
 } from "./file-data.js";
+import { contentDigest } from "./content-digest.js";
 import { getMimeType, isTextMimeType } from "./mime.js";
 import { DEFAULT_READ_LIMIT, paginateText } from "./pagination.js";
 import { performStringReplacement } from "./edit.js";
@@ -231,11 +231,7 @@ export function fileDataVersion(data: FileData): string {
 }
 
 function computeFileDataVersion(data: FileData): string {
-  const hash = createHash("sha1");
-  if (isFileDataV1(data)) hash.update(data.content.join("\n"), "utf8");
-  else if (typeof data.content === "string") hash.update(data.content, "utf8");
-  else hash.update(data.content);
-  return `${data.modified_at}:${fileDataByteLength(data)}:${hash.digest("hex").slice(0, 16)}`;
+  return `${data.modified_at}:${fileDataByteLength(data)}:${contentDigest(data).slice(0, 16)}`;
 }
 
 export function fileStatOf(path: string, data: FileData, version = fileDataVersion(data)): FileStat {

@@ -9,6 +9,10 @@
 import type Database from "better-sqlite3";
 import type { FilesMap } from "../protocol/index.js";
 import type { CheckpointFiles, CheckpointLink, CheckpointReader } from "./thread-checkpoints.js";
+import { isEncodedFiles, type FilesManifest } from "./files-manifest.js";
+
+/** The serializer type of checkpoints whose files live in the content store (content-serializer.ts). */
+const CONTENT_TYPE = "backendfs/1";
 
 interface CheckpointRow {
   checkpoint_id: string;
@@ -31,21 +35,27 @@ export class SqliteCheckpointReader implements CheckpointReader {
     | undefined;
 
   /** Throws (e.g. "file is not a database") when the file is not a readable SQLite database. */
-  constructor(private readonly db: Database.Database) {
+  /** `manifest`: decodes checkpoints written with the content serializer (their files live in the content store). */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly manifest?: FilesManifest,
+  ) {
     this.prepared();
   }
 
-  files(threadId: string, checkpointNs: string, checkpointId?: string): CheckpointFiles | undefined | null {
+  async files(threadId: string, checkpointNs: string, checkpointId?: string): Promise<CheckpointFiles | undefined | null> {
     const statements = this.prepared();
     if (!statements) return undefined;
     const row = checkpointId ? statements.byId.get(threadId, checkpointNs, checkpointId) : statements.latest.get(threadId, checkpointNs);
     if (!row) return undefined;
-    if ((row.type ?? "json") !== "json") return null;
+    const type = row.type ?? "json";
+    if (type !== "json" && !(type === CONTENT_TYPE && this.manifest)) return null;
     const text = typeof row.checkpoint === "string" ? row.checkpoint : row.checkpoint.toString("utf8");
     let files: FilesMap;
     try {
       const channels = (JSON.parse(text) as { channel_values?: Record<string, unknown> }).channel_values;
-      const value = channels?.files === undefined ? {} : revive(channels.files);
+      const stored = channels?.files;
+      const value = stored === undefined ? {} : isEncodedFiles(stored) && this.manifest ? await this.manifest.decode(stored) : revive(stored);
       files = value && typeof value === "object" && !Array.isArray(value) ? (value as FilesMap) : {};
     } catch (error) {
       if (error instanceof Undecodable) return null;

@@ -45,6 +45,7 @@ import {
   type FileUploadResponse,
   type FilesMap,
   type FilesUpdate,
+  type FileSizeLimit,
   isEmptyUpdate,
   type GlobResult,
   type GrepResult,
@@ -64,6 +65,8 @@ import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type Che
 import { UnconfirmedWrites } from "./unconfirmed-writes.js";
 import { LayeredFiles } from "./layered-files.js";
 
+/** The default of `maxFileSizeMb`. */
+export const DEFAULT_STATE_MAX_FILE_MB = 128;
 /** The longest wait between tries of a failed group commit. */
 const MAX_COMMIT_RETRY_MS = 30_000;
 
@@ -75,6 +78,13 @@ export interface ThreadStateOptions {
   /** A faster read path straight from the saver's storage (e.g. SqliteCheckpointReader on SqliteSaver's database). */
   reader?: CheckpointReader;
   fileFormat?: FileFormat;
+  /**
+   * Larger files are refused: by the mount with EFBIG at the write that crosses the limit
+   * (fileSizeLimit), by uploadFiles, write and edit with an error. Every byte of a thread's
+   * file is held in memory by whoever reads the thread (the agent too), so large files
+   * belong on a filesystem route. Default 128.
+   */
+  maxFileSizeMb?: number;
   /** Writes arriving within this many milliseconds share one checkpoint. 0: every write commits before it resolves. Default 50. Not used with `writeBack`. */
   batchWindowMs?: number;
   /**
@@ -114,8 +124,9 @@ const MAX_POLL_MS = 5000;
 
 const errorMessage = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattable, Syncable, ChangeTracking {
+export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattable, Syncable, ChangeTracking, FileSizeLimit {
   readonly threadId: string;
+  private readonly maxFileSizeBytes: number;
   readonly checkpointNs: string;
   private readonly checkpoints: ThreadCheckpoints;
   private readonly fileFormat: FileFormat;
@@ -160,6 +171,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.checkpointNs = options.checkpointNs ?? "";
     this.checkpoints = new ThreadCheckpoints(options.checkpointer, this.threadId, this.checkpointNs, options.reader);
     this.fileFormat = options.fileFormat ?? "v2";
+    this.maxFileSizeBytes = Math.floor((options.maxFileSizeMb ?? DEFAULT_STATE_MAX_FILE_MB) * 1024 * 1024);
     this.batchWindowMs = Math.max(0, options.batchWindowMs ?? 50);
     this.writeBack = options.writeBack ?? false;
     this.groupCommitWindowMs = Math.max(0, options.groupCommitWindowMs ?? 10);
@@ -229,7 +241,18 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   // Writes: planned against the current view, then added to the pending batch
 
   write(filePath: string, content: string): Promise<WriteResult> {
+    const size = Buffer.byteLength(content, "utf8");
+    if (size > this.maxFileSizeBytes) return Promise.resolve({ error: this.tooLarge(filePath, size) });
     return this.mutate((files) => planWrite(files, filePath, content, this.fileFormat));
+  }
+
+  /** `maxFileSizeMb` in bytes: the mount refuses the write that crosses it with EFBIG. */
+  fileSizeLimit(_filePath: string): number {
+    return this.maxFileSizeBytes;
+  }
+
+  private tooLarge(filePath: string, size: number): string {
+    return `Error: '${filePath}' is ${size} bytes, over the ${this.maxFileSizeBytes / 1024 / 1024} MiB limit of thread '${this.threadId}' (maxFileSizeMb); store large files on a filesystem route`;
   }
   edit(filePath: string, oldString: string, newString: string, replaceAll?: boolean): Promise<EditResult> {
     return this.mutate((files) => planEdit(files, filePath, oldString, newString, replaceAll));
@@ -244,6 +267,13 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.commitBeforeResolving(await this.mutate((files) => planDelete(files, filePath)), (r) => !r.error);
   }
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    const fits = files.filter(([, bytes]) => !(bytes instanceof Uint8Array) || bytes.byteLength <= this.maxFileSizeBytes);
+    if (fits.length < files.length) {
+      // Too large, as FilesystemBackend answers it (the protocol has no code of its own for it).
+      const planned = await this.uploadFiles(fits);
+      let next = 0;
+      return files.map(([path, bytes]) => (fits.length > next && fits[next]![1] === bytes && fits[next]![0] === path ? planned[next++]! : { path, error: "invalid_path" }));
+    }
     const responses = await this.mutate((current) => planUpload(current, files, this.fileFormat));
     return this.commitBeforeResolving(responses, (r) => r.some((one) => one.error === null));
   }

@@ -899,7 +899,11 @@ export class Vfs {
   private checkSize(path: string, size: number): void {
     const backend = this.backend;
     const limit = Math.min(MAX_CONTENT_BYTES, (hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined) ?? Infinity);
-    if (size > limit) throw new FsError("EFBIG", `${path}: ${size} bytes is over the ${limit}-byte limit`);
+    if (size > limit) {
+      const mib = Math.round((limit / 1024 / 1024) * 100) / 100;
+      this.options.log?.(`refused ${path} at ${size} bytes (EFBIG): the limit of the route serving it is ${limit} bytes (${mib} MiB, its maxFileSizeMb); put large files on a filesystem route`);
+      throw new FsError("EFBIG", `${path}: ${size} bytes is over the ${limit}-byte limit`);
+    }
   }
 
   /**

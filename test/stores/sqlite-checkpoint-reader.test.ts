@@ -25,9 +25,9 @@ afterEach(() => {
 });
 
 describe("SqliteCheckpointReader", () => {
-  it("before the saver created its tables, every thread is empty", () => {
+  it("before the saver created its tables, every thread is empty", async () => {
     const reader = new SqliteCheckpointReader(db);
-    expect(reader.files("t", "")).toBeUndefined();
+    expect(await reader.files("t", "")).toBeUndefined();
     expect(reader.links("t", "", "")).toEqual([]);
   });
 
@@ -40,7 +40,7 @@ describe("SqliteCheckpointReader", () => {
     await v2.uploadFiles([["/bin.dat", new Uint8Array([0, 1, 128, 255])]]);
     const reader = new SqliteCheckpointReader(db);
     const tuple = (await saver.getTuple(config("t")))!;
-    const fast = reader.files("t", "")!;
+    const fast = (await reader.files("t", ""))!;
     expect(fast.id).toBe(tuple.checkpoint.id);
     expect(fast.parentId).toBe(tuple.parentConfig?.configurable?.checkpoint_id);
     expect(fast.files).toEqual(tuple.checkpoint.channel_values.files);
@@ -49,12 +49,12 @@ describe("SqliteCheckpointReader", () => {
     // An older checkpoint by id, and the parent links newest first.
     const first = reader.links("t", "", "").at(-1)!;
     const firstTuple = (await saver.getTuple({ configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: first.id } }))!;
-    expect(reader.files("t", "", first.id)!.files).toEqual(firstTuple.checkpoint.channel_values.files);
+    expect((await reader.files("t", "", first.id))!.files).toEqual(firstTuple.checkpoint.channel_values.files);
     const links = reader.links("t", "", "");
     expect(links.map((l) => l.id)).toEqual([...links.map((l) => l.id)].sort().reverse());
     expect(links[0]!.parentId).toBe(links[1]!.id);
     expect(reader.links("t", "", links[1]!.id)).toEqual([links[0]]);
-    expect(reader.files("other", "")).toBeUndefined();
+    expect(await reader.files("other", "")).toBeUndefined();
   });
 
   it("reads the files of an agent's thread whose other channels hold LangChain messages", async () => {
@@ -68,7 +68,7 @@ describe("SqliteCheckpointReader", () => {
       .addEdge("agent", END)
       .compile({ checkpointer: new SqliteSaver(db) });
     await graph.invoke({ messages: [new HumanMessage("go")] }, config("g"));
-    const fast = new SqliteCheckpointReader(db).files("g", "")!;
+    const fast = (await new SqliteCheckpointReader(db).files("g", ""))!;
     expect(fast.files).toEqual({ "/agent.md": { content: "by the agent", mimeType: "text/markdown", created_at: "t", modified_at: "t" } });
   });
 
@@ -82,7 +82,7 @@ describe("SqliteCheckpointReader", () => {
     const next = { ...tuple.checkpoint, id: uuid6(9), channel_values: { files: { "/odd.md": odd } } };
     await saver.put(tuple.config, next, { source: "update", step: 9, parents: {} });
     const reader = new SqliteCheckpointReader(db);
-    expect(reader.files("t", "")).toBeNull();
+    expect(await reader.files("t", "")).toBeNull();
     const backend = new ThreadStateBackend({ checkpointer: saver, reader, threadId: "t" });
     expect((await backend.read("/odd.md")).content).toBe("x");
   });

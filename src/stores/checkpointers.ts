@@ -1,0 +1,67 @@
+/**
+ * LangGraph checkpointers whose thread files live in a content store beside their tables
+ * (content-serializer.ts): what a mount's state route and the agent sharing its thread both
+ * use, so that neither stores every file again with every checkpoint.
+ *
+ *   const checkpointer = await sqliteCheckpointer(new Database("./.backendfs/agent.db"));
+ *   const agent = createDeepAgent({ model, backend: new StateBackend(), checkpointer });
+ *
+ * Storage "inline" gives the savers with LangGraph's own serializer: checkpoints any stock
+ * SqliteSaver/PostgresSaver reads, at the cost of a copy of every file per checkpoint. Both
+ * read either format.
+ *
+ * One FilesManifest per database, shared by its saver and its fast reader in one process:
+ * what one decoded or encoded, the other recognises (the same FileData objects).
+ */
+import type Database from "better-sqlite3";
+import type pg from "pg";
+import type { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import { ContentStore, PostgresBlobStorage, SqliteBlobStorage } from "./content-store.js";
+import { FilesManifest } from "./files-manifest.js";
+
+/** How a state route's checkpoints hold file content. */
+export type StateStorage = "content" | "inline";
+
+const sqliteManifests = new WeakMap<Database.Database, FilesManifest>();
+const postgresManifests = new WeakMap<pg.Pool, FilesManifest>();
+
+/** The content store's manifest codec of a SQLite database (its table is created on first use). */
+export function sqliteFilesManifest(db: Database.Database): FilesManifest {
+  let manifest = sqliteManifests.get(db);
+  if (!manifest) {
+    manifest = new FilesManifest(new ContentStore(new SqliteBlobStorage(db)));
+    sqliteManifests.set(db, manifest);
+  }
+  return manifest;
+}
+
+export function postgresFilesManifest(pool: pg.Pool): FilesManifest {
+  let manifest = postgresManifests.get(pool);
+  if (!manifest) {
+    manifest = new FilesManifest(new ContentStore(new PostgresBlobStorage(pool)));
+    postgresManifests.set(pool, manifest);
+  }
+  return manifest;
+}
+
+/** A SqliteSaver on `db` whose files live in the content store (or inline, LangGraph's format). */
+export async function sqliteCheckpointer(db: Database.Database, options: { storage?: StateStorage } = {}): Promise<SqliteSaver> {
+  const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
+  if (options.storage === "inline") return new SqliteSaver(db);
+  const { ContentSerializer } = await import("./content-serializer.js");
+  return new SqliteSaver(db, new ContentSerializer(sqliteFilesManifest(db)));
+}
+
+/** A PostgresSaver on `pool`, set up, whose files live in the content store (or inline). */
+export async function postgresCheckpointer(pool: pg.Pool, options: { storage?: StateStorage } = {}): Promise<PostgresSaver> {
+  const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
+  let saver: PostgresSaver;
+  if (options.storage === "inline") saver = new PostgresSaver(pool);
+  else {
+    const { ContentSerializer } = await import("./content-serializer.js");
+    saver = new PostgresSaver(pool, new ContentSerializer(postgresFilesManifest(pool)));
+  }
+  await saver.setup();
+  return saver;
+}
