@@ -104,6 +104,10 @@ export { ThreadStateBackend, WRITER_METADATA_KEY } from "./stores/thread-state.j
 export type { ThreadStateOptions } from "./stores/thread-state.js";
 export type { FileConflict } from "./stores/conflict-merge.js";
 export { SqliteCheckpointReader } from "./stores/sqlite-checkpoint-reader.js";
+export { sqliteCheckpointer, postgresCheckpointer, type StateStorage } from "./stores/checkpointers.js";
+export { ContentSerializer, SERDE_TYPE } from "./stores/content-serializer.js";
+export { FilesManifest } from "./stores/files-manifest.js";
+export { ContentStore, SqliteBlobStorage, PostgresBlobStorage, MemoryBlobStorage, type BlobStorage } from "./stores/content-store.js";
 export type { CheckpointReader, CheckpointerSource } from "./stores/thread-checkpoints.js";
 export { loadMountConfig, parseConfig, mountConfigSchema, EMBEDDED_DEFAULT, backendFactories } from "./config/index.js";
 export type { LoadedMountConfig, CacheSettings, ServedBy, BackendSpec, MountConfigFile } from "./config/index.js";
