@@ -1,4 +1,6 @@
 import { describeBackendConformance } from "./suite.js";
-import { threadStateSqlite } from "../support/factories.js";
+import { threadStateSqlite, threadStateSqliteInline } from "../support/factories.js";
 
-describeBackendConformance("ThreadStateBackend (SQLite checkpointer)", threadStateSqlite, { readPastEof: "empty", emptyFile: "empty" });
+const memory = { readPastEof: "empty", emptyFile: "empty" } as const;
+describeBackendConformance("ThreadStateBackend (SQLite checkpointer, content store)", threadStateSqlite, memory);
+describeBackendConformance("ThreadStateBackend (SQLite checkpointer, inline)", threadStateSqliteInline, memory);

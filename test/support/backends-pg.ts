@@ -9,10 +9,11 @@
 import { randomUUID } from "node:crypto";
 import { describe } from "vitest";
 import pg from "pg";
-import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
+import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import { ThreadStateBackend, type ThreadStateOptions } from "../../src/stores/thread-state.js";
 import { StoreBackend } from "../../src/backends/store.js";
+import { postgresCheckpointer } from "../../src/stores/checkpointers.js";
 
 export function pgTestUrl(): string | undefined {
   const url = process.env.BACKENDFS_TEST_PG_URL;
@@ -42,9 +43,8 @@ export function pgCheckpointer(): Promise<PostgresSaver> {
   saverPromise ??= (async () => {
     const pool = new pg.Pool({ connectionString: requireUrl(), max: 4 });
     closers.push(() => pool.end());
-    const saver = new PostgresSaver(pool);
-    await saver.setup();
-    return saver;
+    // As a mount's state route opens it: files in the content store.
+    return postgresCheckpointer(pool);
   })();
   return saverPromise;
 }

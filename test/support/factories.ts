@@ -1,6 +1,6 @@
 /** Fresh-backend factories of backendfs' own backends, shared by conformance, property and interop tests. */
 import { InMemoryStore } from "@langchain/langgraph-checkpoint";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import Database from "better-sqlite3";
 import { LocalShellBackend } from "../../src/backends/local-shell.js";
 import { StoreBackend } from "../../src/backends/store.js";
 import { SqliteStore } from "../../src/stores/sqlite-store.js";
@@ -8,6 +8,8 @@ import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { StateBackend } from "../../src/backends/state.js";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { ThreadStateBackend } from "../../src/stores/thread-state.js";
+import { SqliteCheckpointReader } from "../../src/stores/sqlite-checkpoint-reader.js";
+import { sqliteCheckpointer, sqliteFilesManifest, type StateStorage } from "../../src/stores/checkpointers.js";
 import type { AnyBackendProtocol } from "../../src/protocol/index.js";
 import { compositeFactory, graphHarness, hostPaths, legacyStateHarness, makeTempRoot, plainHarness } from "./harness.js";
 import type { HarnessFactory } from "./harness.js";
@@ -45,17 +47,25 @@ export function filesystem(virtualMode: boolean, ripgrep?: boolean): HarnessFact
 }
 
 /** A ThreadStateBackend bound to a thread of a SQLite checkpointer in a temp directory. */
-export const threadStateSqlite: HarnessFactory = async () => {
-  const tmp = await makeTempRoot();
-  const saver = SqliteSaver.fromConnString(`${tmp.base}/checkpoints.db`);
-  const backend = new ThreadStateBackend({ checkpointer: saver, threadId: "conformance", batchWindowMs: 0 });
-  return plainHarness(backend, {
-    cleanup: async () => {
-      (saver as unknown as { db: { close(): void } }).db.close();
-      await tmp.remove();
-    },
-  });
-};
+/** ThreadStateBackend on SQLite as a mount opens it: the saver with `storage`, and the fast reader. */
+const threadStateOnSqlite =
+  (storage: StateStorage): HarnessFactory =>
+  async () => {
+    const tmp = await makeTempRoot();
+    const db = new Database(`${tmp.base}/checkpoints.db`);
+    db.pragma("journal_mode = WAL");
+    const saver = await sqliteCheckpointer(db, { storage });
+    const reader = new SqliteCheckpointReader(db, sqliteFilesManifest(db));
+    const backend = new ThreadStateBackend({ checkpointer: saver, reader, threadId: "conformance", batchWindowMs: 0 });
+    return plainHarness(backend, {
+      cleanup: async () => {
+        db.close();
+        await tmp.remove();
+      },
+    });
+  };
+export const threadStateSqlite = threadStateOnSqlite("content");
+export const threadStateSqliteInline = threadStateOnSqlite("inline");
 
 export const composite = (inner: HarnessFactory, fallback?: HarnessFactory): HarnessFactory =>
   compositeFactory(inner, (d, routes) => new CompositeBackend(d, routes as Record<string, AnyBackendProtocol>), fallback);
