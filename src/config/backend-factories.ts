@@ -38,7 +38,7 @@ async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M
 export const backendFactories: Registry = {
   state: async (spec, ctx) => {
     const { ThreadStateBackend } = await import("../stores/thread-state.js");
-    const { saver, reader, durable } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir), spec.storage);
+    const { saver, reader, durable, history } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir), spec.storage);
     return new ThreadStateBackend({
       checkpointer: saver,
       reader,
@@ -49,6 +49,14 @@ export const backendFactories: Registry = {
       batchWindowMs: spec.batchWindowMs,
       maxFileSizeMb: spec.maxFileSizeMb,
       writeBack: ctx.writeBack,
+      // The mount prunes; a one-shot CLI command leaves it to the next mount.
+      history: ctx.writeBack
+        ? {
+            store: history,
+            policy: { keep: spec.history.keep, burstMs: spec.history.burstSeconds * 1000, graceMs: spec.history.graceSeconds * 1000 },
+            log: (line) => process.stderr.write(`backendfs: state: ${line}\n`),
+          }
+        : undefined,
     });
   },
   store: async (spec, ctx) => {

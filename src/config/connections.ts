@@ -11,6 +11,7 @@ import type pg from "pg";
 import type { BaseCheckpointSaver, BaseStore } from "@langchain/langgraph-checkpoint";
 import { SqliteCheckpointReader } from "../stores/sqlite-checkpoint-reader.js";
 import { sqliteFilesManifest, type StateStorage } from "../stores/checkpointers.js";
+import { PostgresHistory, SqliteHistory, type CheckpointHistory } from "../stores/history-pruner.js";
 import type { CheckpointReader } from "../stores/thread-checkpoints.js";
 
 export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
@@ -50,6 +51,8 @@ export interface CheckpointerHandle {
   reader?: CheckpointReader;
   /** Makes every committed checkpoint durable against power loss (SQLite: an fsync of the WAL). */
   durable?: () => Promise<void>;
+  /** Prunes superseded commits and sweeps unnamed content (history-pruner.ts). */
+  history: CheckpointHistory;
 }
 
 export class Connections {
@@ -76,12 +79,13 @@ export class Connections {
           saver.catch(() => (saver = undefined));
           return saver;
         };
-        handle = { reader, saver: load, durable: () => fsyncWal(c.file) };
+        handle = { reader, saver: load, durable: () => fsyncWal(c.file), history: new SqliteHistory(db) };
       } else {
         // PostgreSQL drivers load only when a config names a postgres:// URL.
         const { postgresCheckpointer } = await import("../stores/checkpointers.js");
-        const postgres = await postgresCheckpointer(await this.pool(c.url), { storage });
-        handle = { saver: () => Promise.resolve(postgres) };
+        const pool = await this.pool(c.url);
+        const postgres = await postgresCheckpointer(pool, { storage });
+        handle = { saver: () => Promise.resolve(postgres), history: new PostgresHistory(pool) };
       }
     } catch (error) {
       throw wrapError(c, error);

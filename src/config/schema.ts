@@ -18,6 +18,16 @@ const stateSpec = z.strictObject({
   storage: z.enum(["content", "inline"]).default("content"),
   /** Larger files are refused (EFBIG); they belong on a filesystem route. Default 128. */
   maxFileSizeMb: z.number().positive().max(1024).optional(),
+  /** What the thread keeps of the mount's commits (agent runs' checkpoints are always kept). */
+  history: z
+    .strictObject({
+      keep: z.enum(["all", "latest-of-burst"]).default("latest-of-burst"),
+      /** Mount commits closer than this to the next are one burst, of which the last is kept. */
+      burstSeconds: z.number().positive().default(60),
+      /** A superseded commit, and content nothing names, is kept this long before it goes. */
+      graceSeconds: z.number().min(0).default(600),
+    })
+    .default({ keep: "latest-of-burst", burstSeconds: 60, graceSeconds: 600 }),
 });
 
 const storeSpec = z.strictObject({

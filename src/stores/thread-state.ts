@@ -64,9 +64,14 @@ import { mergePending, versionOf, type FileConflict } from "./conflict-merge.js"
 import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type CheckpointerSource } from "./thread-checkpoints.js";
 import { UnconfirmedWrites } from "./unconfirmed-writes.js";
 import { LayeredFiles } from "./layered-files.js";
+import type { CheckpointHistory, HistoryPolicy } from "./history-pruner.js";
 
 /** The default of `maxFileSizeMb`. */
 export const DEFAULT_STATE_MAX_FILE_MB = 128;
+/** The first prune of a backend, after it is opened. */
+const PRUNE_AT_START_MS = 5_000;
+/** A prune after commits waits for their grace, and this much more. */
+const PRUNE_SLACK_MS = 1_000;
 /** The longest wait between tries of a failed group commit. */
 const MAX_COMMIT_RETRY_MS = 30_000;
 
@@ -114,6 +119,11 @@ export interface ThreadStateOptions {
    * `sync()` (the mount's fsync) calls it.
    */
   durable?: () => Promise<void>;
+  /**
+   * What the thread keeps of this backend's commits (history-pruner.ts), applied in the
+   * background some time after commits and at start; none: every commit is kept.
+   */
+  history?: { policy: HistoryPolicy; store: CheckpointHistory; log?: (line: string) => void };
 }
 
 /** Re-merges in one check (others keep forking from under us), before giving up. */
@@ -163,6 +173,9 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private readonly commitRetryMs: number;
   private retryDelayMs: number;
   private readonly conflictLog: FileConflict[] = [];
+  private readonly history?: ThreadStateOptions["history"];
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private lastSweep = 0;
   private readonly writerId = randomUUID();
 
   constructor(options: ThreadStateOptions) {
@@ -185,6 +198,9 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
     this.durable = options.durable;
+    this.history = options.history;
+    // What earlier sessions left to prune goes soon after start.
+    if (this.history && this.history.policy.keep !== "all") this.schedulePrune(PRUNE_AT_START_MS);
   }
 
   /** Files kept as conflict copies so far (ours beside theirs). */
@@ -311,13 +327,48 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     });
   }
 
-  /** Commits what is pending and stops the confirmation and retry timers; the backend can still be used afterwards. */
+  /** Commits what is pending, prunes what the history policy lets go, and stops the timers; the backend can still be used afterwards. */
   async close(): Promise<{ error?: string }> {
     const outcome = await this.sync();
     this.stopPolling();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
+    if (this.pruneTimer) clearTimeout(this.pruneTimer);
+    this.pruneTimer = undefined;
+    await this.pruneHistory();
     return outcome;
+  }
+
+  /**
+   * Applies the history policy to this thread now, and sweeps unnamed content when it
+   * removed something (at most once per grace period). Never throws: a failure is logged,
+   * and the next try comes with the next commits.
+   */
+  async pruneHistory(): Promise<{ checkpoints: number; blobs: number }> {
+    const history = this.history;
+    if (!history || history.policy.keep === "all") return { checkpoints: 0, blobs: 0 };
+    try {
+      const checkpoints = await history.store.prune(this.threadId, this.checkpointNs, history.policy);
+      let blobs = 0;
+      if (checkpoints > 0 && Date.now() - this.lastSweep >= history.policy.graceMs) {
+        this.lastSweep = Date.now();
+        blobs = await history.store.sweep(history.policy.graceMs);
+      }
+      if (checkpoints > 0) history.log?.(`thread '${this.threadId}': pruned ${checkpoints} superseded mount commits, ${blobs} unnamed blobs (history: ${history.policy.keep})`);
+      return { checkpoints, blobs };
+    } catch (error) {
+      history.log?.(`thread '${this.threadId}': pruning history failed: ${errorMessage(error)}`);
+      return { checkpoints: 0, blobs: 0 };
+    }
+  }
+
+  private schedulePrune(delayMs: number): void {
+    if (this.pruneTimer) return;
+    this.pruneTimer = setTimeout(() => {
+      this.pruneTimer = undefined;
+      void this.pruneHistory();
+    }, delayMs);
+    this.pruneTimer.unref();
   }
 
   // -------------------------------------------------------------------------------------
@@ -463,6 +514,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       this.report(await this.withLock(() => this.commit(this.inFlight, baseVersions)));
       // A failed batch went back into pending: it has just landed with this one.
       this.commitFailure = undefined;
+      // Superseded commits become prunable once their grace has passed.
+      if (this.history && this.history.policy.keep !== "all") this.schedulePrune(this.history.policy.graceMs + PRUNE_SLACK_MS);
       return true;
     } catch (error) {
       // Keep the data: later writes win over the failed batch, which keeps its base versions
