@@ -12,6 +12,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { LRUCache } from "lru-cache";
+import { inPgTransaction } from "./pg-transaction.js";
 
 export type Blob = readonly [key: string, bytes: Uint8Array];
 
@@ -93,9 +94,7 @@ export class PostgresBlobStorage implements BlobStorage {
   async put(blobs: readonly Blob[]): Promise<void> {
     if (blobs.length === 0) return;
     await this.setup();
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
+    await inPgTransaction(this.pool, async (client) => {
       for (const [key, bytes] of blobs) {
         await client.query(
           `INSERT INTO ${BLOB_TABLE} AS b (key, data) VALUES ($1, $2)
@@ -103,13 +102,7 @@ export class PostgresBlobStorage implements BlobStorage {
           [key, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), BLOB_TOUCH_MS / 1000],
         );
       }
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
   }
 
   async get(keys: readonly string[]): Promise<Map<string, Uint8Array>> {

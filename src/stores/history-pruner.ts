@@ -19,6 +19,7 @@
 import type Database from "better-sqlite3";
 import type pg from "pg";
 import { BLOB_GRACE_MS, BLOB_TABLE } from "./content-store.js";
+import { inPgTransaction } from "./pg-transaction.js";
 
 export type HistoryKeep = "all" | "latest-of-burst";
 
@@ -170,9 +171,7 @@ export class PostgresHistory implements CheckpointHistory {
       policy,
     );
     if (removed.length === 0) return 0;
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
+    await inPgTransaction(this.pool, async (client) => {
       for (const { id, parentId } of removed) {
         await client.query("UPDATE checkpoints SET parent_checkpoint_id = $1 WHERE thread_id = $2 AND checkpoint_ns = $3 AND parent_checkpoint_id = $4", [parentId ?? null, threadId, checkpointNs, id]);
         await client.query("DELETE FROM checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $3", [threadId, checkpointNs, id]);
@@ -183,13 +182,7 @@ export class PostgresHistory implements CheckpointHistory {
            SELECT 1 FROM checkpoints c WHERE c.thread_id = b.thread_id AND c.checkpoint_ns = b.checkpoint_ns AND c.checkpoint->'channel_versions'->>b.channel = b.version)`,
         [threadId, checkpointNs],
       );
-      await client.query("COMMIT");
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    } finally {
-      client.release();
-    }
+    });
     return removed.length;
   }
 
