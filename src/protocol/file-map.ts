@@ -59,16 +59,58 @@ export interface Planned<R> {
   update?: FilesUpdate;
 }
 
-/** The files-channel reducer (deepagents' `fileDataReducer`): merge, `null` deletes. */
+/** The files-channel reducer (deepagents' `fileDataReducer`): merge, `null` deletes. An indexed map gives an indexed map. */
 export function mergeFilesUpdate(current: FilesMap | undefined, update: FilesUpdate | undefined): FilesMap {
   if (update === undefined) return current ?? {};
   const merged: FilesMap = { ...current };
+  const index = current && directoryIndexes.get(current);
+  if (index) directoryIndexes.set(merged, new Map(index));
+  applyFilesUpdate(merged, update);
+  return merged;
+}
+
+/**
+ * How many keys lie below each directory of a map, for maps that are asked often (a
+ * thread's view): without it, whether a path is a directory is a scan of every key, and
+ * every lookup of a new name asks it. Only maps given to indexDirectories have one; they
+ * are then changed only through applyFilesUpdate.
+ */
+const directoryIndexes = new WeakMap<FilesMap, Map<string, number>>();
+
+/** Gives `files` a directory index (once); returns it. */
+export function indexDirectories(files: FilesMap): FilesMap {
+  if (!directoryIndexes.has(files)) {
+    const index = new Map<string, number>();
+    for (const key of Object.keys(files)) countParents(index, key, 1);
+    directoryIndexes.set(files, index);
+  }
+  return files;
+}
+
+/** Applies an update to `files` in place, keeping its directory index. */
+export function applyFilesUpdate(files: FilesMap, update: FilesUpdate): void {
+  const index = directoryIndexes.get(files);
   for (const key of Object.keys(update)) {
     const value = update[key];
-    if (value === null || value === undefined) delete merged[key];
-    else merged[key] = value;
+    const present = has(files, key);
+    if (value === null || value === undefined) {
+      if (!present) continue;
+      delete files[key];
+      if (index) countParents(index, key, -1);
+    } else {
+      files[key] = value;
+      if (index && !present) countParents(index, key, 1);
+    }
   }
-  return merged;
+}
+
+function countParents(index: Map<string, number>, key: string, delta: number): void {
+  for (let slash = key.lastIndexOf("/"); slash > 0; slash = key.lastIndexOf("/", slash - 1)) {
+    const dir = key.slice(0, slash);
+    const count = (index.get(dir) ?? 0) + delta;
+    if (count > 0) index.set(dir, count);
+    else index.delete(dir);
+  }
 }
 
 const has = (files: FilesMap, key: string): boolean => Object.prototype.hasOwnProperty.call(files, key);
@@ -87,6 +129,8 @@ function checkDirectoryPath(raw: string | null | undefined) {
 /** True when some key lies strictly below `dir`. */
 function isDirectory(files: FilesMap, dir: string): boolean {
   if (dir === "/") return true;
+  const index = directoryIndexes.get(files);
+  if (index) return index.has(dir);
   const prefix = dir + "/";
   for (const key of Object.keys(files)) if (key.startsWith(prefix)) return true;
   return false;

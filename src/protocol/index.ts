@@ -32,6 +32,8 @@ export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToS
 export { checkVirtualPath, isPathWithin, parentOf, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
 export {
   mergeFilesUpdate,
+  applyFilesUpdate,
+  indexDirectories,
   isEmptyUpdate,
   listFiles,
   readFile,

@@ -5,7 +5,7 @@
  * and our new writes are applied to it in place. Callers use a map synchronously and never
  * modify it, so changing it between their calls is safe.
  */
-import { isEmptyUpdate, mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+import { applyFilesUpdate, indexDirectories, isEmptyUpdate, mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
 
 export class LayeredFiles {
   private base: FilesMap | undefined;
@@ -13,6 +13,8 @@ export class LayeredFiles {
 
   /** committed + inFlight + pending; with nothing of ours on top, the committed map as is (no copy). */
   of(committed: FilesMap, inFlight: FilesUpdate, pending: FilesUpdate): FilesMap {
+    // Asked for directories at every lookup: indexed (once per committed map).
+    indexDirectories(committed);
     if (isEmptyUpdate(inFlight) && isEmptyUpdate(pending)) return committed;
     if (this.layered === undefined || this.base !== committed) {
       this.base = committed;
@@ -23,11 +25,7 @@ export class LayeredFiles {
 
   /** A write just added to pending. */
   apply(update: FilesUpdate): void {
-    if (this.layered === undefined) return;
-    for (const [key, data] of Object.entries(update)) {
-      if (data === null) delete this.layered[key];
-      else this.layered[key] = data;
-    }
+    if (this.layered !== undefined) applyFilesUpdate(this.layered, update);
   }
 
   /** In-flight or pending changed otherwise (a batch committed or put back). */

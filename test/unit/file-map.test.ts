@@ -17,6 +17,8 @@ import {
   statFile,
   type FileData,
   type FilesMap,
+  applyFilesUpdate,
+  indexDirectories,
 } from "../../src/protocol/index.js";
 
 function text(content: string, modified = "2026-01-01T00:00:00.000Z"): FileData {
@@ -301,5 +303,25 @@ describe("planners", () => {
     expect(planRename(files, "/", "/x").result.error).toBe("Error: Cannot rename '/'");
     expect(planRename(files, "/f", "/f")).toEqual({ result: { path: "/f" } });
     expect(planRename(files, "/d/../f", "/x").result.error).toContain("Path traversal");
+  });
+});
+
+describe("directory index", () => {
+  it("an indexed map answers directories as a scan does, through in-place updates and merges", () => {
+    const data = (content: string) => ({ content, mimeType: "text/plain", created_at: "t", modified_at: "t" });
+    const scanned: FilesMap = { "/a/b/c.txt": data("1"), "/a/d.txt": data("2"), "/e.txt": data("3") };
+    const indexed = indexDirectories({ ...scanned });
+    const probe = ["/a", "/a/b", "/a/b/c.txt", "/e.txt", "/x", "/a/x"];
+    const kinds = (files: FilesMap) => probe.map((p) => statFile(files, p).stat?.is_dir ?? "missing");
+    expect(kinds(indexed)).toEqual(kinds(scanned));
+    const update = { "/a/b/c.txt": null, "/x/y/z.txt": data("4"), "/a/d.txt": data("5") };
+    applyFilesUpdate(indexed, update);
+    const merged = mergeFilesUpdate(scanned, update);
+    expect(kinds(indexed)).toEqual(kinds(merged));
+    expect(kinds(indexed)).toEqual([true, "missing", "missing", false, true, "missing"]);
+    const again = mergeFilesUpdate(indexed, { "/a/d.txt": null, "/x/y/z.txt": null });
+    expect(kinds(again)).toEqual(["missing", "missing", "missing", false, "missing", "missing"]);
+    // The map it came from keeps its own answers.
+    expect(kinds(indexed)).toEqual(kinds(merged));
   });
 });
