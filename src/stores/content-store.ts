@@ -6,8 +6,11 @@
  *
  * Nothing here deletes: history-pruner.ts sweeps blobs no checkpoint names any more, and
  * only those written longer ago than its grace period, so that a writer that stored a blob
- * and is about to write the checkpoint naming it never loses it. A writer therefore writes
- * again (touches) any blob it has not written or seen within half that period.
+ * and is about to write the checkpoint naming it never loses it. Writing a key that is
+ * already stored renews its time when that is older than BLOB_TOUCH_MS (new content equal
+ * to old content a prune has just left unnamed). A writer never names a blob it has not
+ * written or read from a checkpoint; what it carries over from the checkpoint it builds on
+ * is named there (see files-manifest.ts).
  */
 import type Database from "better-sqlite3";
 import type pg from "pg";
@@ -27,7 +30,7 @@ export interface BlobStorage {
 
 /** How long a stored blob is safe from the sweep without being written again. */
 export const BLOB_GRACE_MS = 10 * 60_000;
-/** A blob not written or seen for this long is written again when named. */
+/** Writing a stored key renews its time when it is older than this (rewriting a row rewrites its bytes: not every time). */
 export const BLOB_TOUCH_MS = BLOB_GRACE_MS / 2;
 
 export const BLOB_TABLE = "backendfs_blobs";

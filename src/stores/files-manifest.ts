@@ -72,13 +72,12 @@ export function isFilesShaped(value: unknown): value is FileEntries {
 interface EncodedShard {
   key: string;
   bytes: Uint8Array;
-  storedAt: number;
 }
 
-/** A FileData as stored, and when its blob was last written or seen (to know when to touch it). */
+/** A FileData as stored, and whether its blob is known to be in the store (written by us, or read from it). */
 interface KnownFile {
   stored: StoredFile;
-  storedAt: number;
+  inStore: boolean;
 }
 
 export class FilesManifest {
@@ -87,8 +86,12 @@ export class FilesManifest {
   /** Small ids of FileData objects, for shard fingerprints. */
   private readonly ids = new WeakMap<FileData, number>();
   private nextId = 1;
-  /** Shards encoded or read recently, by fingerprint (paths and FileData identities). */
-  private readonly shardsByPrint = boundedLru<string, EncodedShard>(16_384);
+  /**
+   * Shards encoded recently, by fingerprint (paths and FileData identities). Forgotten after
+   * BLOB_TOUCH_MS: a shard named again later is encoded and written again, so that one whose
+   * checkpoints were pruned and swept meanwhile is never named without being in the store.
+   */
+  private readonly shardsByPrint = boundedLru<string, EncodedShard>(16_384, { ttl: BLOB_TOUCH_MS });
   /** Shards read recently, by key: the same FileData objects each time they are read. */
   private readonly shardsByKey = boundedLru<string, Entry[]>(16_384);
   private readonly decodedShards = new WeakMap<Entry[], FileEntries>();
@@ -97,7 +100,6 @@ export class FilesManifest {
 
   /** The manifest of `files`, its new blobs stored; undefined when `files` holds something it cannot encode exactly. */
   async encode(files: FileEntries): Promise<EncodedFiles | undefined> {
-    const now = Date.now();
     const blobs: Blob[] = [];
     const entries: Entry[] = [];
     for (const path of Object.keys(files)) {
@@ -108,15 +110,17 @@ export class FilesManifest {
       }
       const known = this.knownFile(data);
       if (!known) return undefined;
-      if (known.stored.b !== undefined && now - known.storedAt > BLOB_TOUCH_MS) {
+      // New content is written (or its time renewed) once; content read back, or carried over
+      // from the checkpoint a commit builds on, is named by that checkpoint already.
+      if (known.stored.b !== undefined && !known.inStore) {
         blobs.push([known.stored.b, blobBytes(data, known.stored)]);
-        known.storedAt = now;
+        known.inStore = true;
       }
       entries.push([path, known.stored]);
     }
     let encoded: EncodedFiles;
     if (entries.length <= SHARD_FROM) encoded = { [FILES_MARKER]: 1, entries };
-    else encoded = { [FILES_MARKER]: 1, shards: this.shardKeys(files, entries, blobs, now) };
+    else encoded = { [FILES_MARKER]: 1, shards: this.shardKeys(files, entries, blobs) };
     await this.store.put(blobs);
     return encoded;
   }
@@ -148,7 +152,6 @@ export class FilesManifest {
     const blobKeys = new Map<string, string>();
     for (const [path, file] of entries) if (file?.b !== undefined) blobKeys.set(file.b, path);
     const blobs = await this.store.getAll([...blobKeys.keys()], (key) => `'${blobKeys.get(key)}'`);
-    const now = Date.now();
     const files: FileEntries = {};
     for (const [path, file] of entries) {
       if (file === null) {
@@ -158,7 +161,7 @@ export class FilesManifest {
       const blob = file.b === undefined ? undefined : blobs.get(file.b)!;
       const data = fileDataOf(file, blob);
       if (file.b !== undefined) rememberContentDigest(data, file.b);
-      this.known.set(data, { stored: file, storedAt: now });
+      this.known.set(data, { stored: file, inStore: true });
       files[path] = data;
     }
     return files;
@@ -194,14 +197,13 @@ export class FilesManifest {
       return undefined;
     }
     if (stored.a !== undefined) stored.b = contentDigest(data);
-    // Never written yet: the next encode writes it (storedAt 0 is long ago).
-    const made: KnownFile = { stored, storedAt: 0 };
+    const made: KnownFile = { stored, inStore: false };
     this.known.set(data, made);
     return made;
   }
 
   /** The shard keys of a large map; shards not recognised are encoded and added to `blobs`. */
-  private shardKeys(files: FileEntries, entries: Entry[], blobs: Blob[], now: number): string[] {
+  private shardKeys(files: FileEntries, entries: Entry[], blobs: Blob[]): string[] {
     const count = 2 ** Math.ceil(Math.log2(Math.ceil(entries.length / SHARD_SIZE)));
     const buckets: Entry[][] = Array.from({ length: count }, () => []);
     for (const entry of entries) buckets[hashPath(entry[0]) & (count - 1)]!.push(entry);
@@ -211,17 +213,14 @@ export class FilesManifest {
       if (!shard) {
         const sorted = [...bucket].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
         const bytes = Buffer.from(JSON.stringify({ e: sorted }), "utf8");
-        shard = { key: `s.${digestOfBytes(bytes)}`, bytes, storedAt: 0 };
+        shard = { key: `s.${digestOfBytes(bytes)}`, bytes };
         this.shardsByPrint.set(print, shard);
+        blobs.push([shard.key, shard.bytes]);
         this.shardsByKey.set(shard.key, sorted);
         // Read back later, the shard gives these same objects (their versions stay cached).
         const decoded: FileEntries = {};
         for (const [path] of sorted) decoded[path] = files[path] ?? null;
         this.decodedShards.set(sorted, decoded);
-      }
-      if (now - shard.storedAt > BLOB_TOUCH_MS) {
-        blobs.push([shard.key, shard.bytes]);
-        shard.storedAt = now;
       }
       return shard.key;
     });
