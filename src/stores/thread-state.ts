@@ -161,6 +161,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private settledBatches = 0;
   /** The running group commit (write-back), if any. */
   private committing: Promise<void> | undefined;
+  /** Starts the group commit waiting for its window now: a sync() waits for nobody else's close. */
+  private endCommitWindow: (() => void) | undefined;
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pollDelay: number;
@@ -308,6 +310,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** Commits the pending batch now and re-merges overtaken writes; an error names what failed (data stays pending). */
   sync(): Promise<{ error?: string }> {
     this.clearTimer();
+    this.endCommitWindow?.();
     return this.enqueue(async () => {
       await this.reconcileSafely();
       // After a group commit still running, at least one more attempt at what is pending.
@@ -470,8 +473,19 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** Write-back: a group commit starts one window after the first change it takes, unless one already runs (it takes this change next). */
   private startGroupCommit(): void {
     if (this.committing) return;
-    const window = new Promise<void>((resolve) => setTimeout(resolve, this.groupCommitWindowMs));
-    this.committing = window.then(() => this.commitWhilePending()).finally(() => (this.committing = undefined));
+    const window = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, this.groupCommitWindowMs);
+      this.endCommitWindow = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.committing = window
+      .then(() => {
+        this.endCommitWindow = undefined;
+        return this.commitWhilePending();
+      })
+      .finally(() => (this.committing = undefined));
   }
 
   /** One commit after another while anything is pending: what arrived during one goes in the next. */

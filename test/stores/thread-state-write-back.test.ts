@@ -179,4 +179,14 @@ describe("ThreadStateBackend write-back (group commit)", () => {
     const kept = [(await check.read("/shared.md")).content, (await check.read(conflict!.conflictCopy!)).content].sort();
     expect(kept).toEqual(["ours", "theirs"]);
   });
+  it("sync() starts the group commit waiting for its window at once", async () => {
+    const checkpointer = saver();
+    // A window far beyond the test's time limit: sync must not wait for it.
+    const backend = new ThreadStateBackend({ checkpointer, threadId: "t", writeBack: true, groupCommitWindowMs: 600_000 });
+    await backend.uploadFiles([["/a.txt", bytes("a")]]);
+    expect(await checkpointCount(checkpointer)).toBe(0);
+    expect(await backend.sync()).toEqual({});
+    expect(await checkpointCount(checkpointer)).toBe(1);
+    await backend.close();
+  }, 5_000);
 });
