@@ -5,12 +5,13 @@
  * what the thread holds, and binary content is stored as bytes (LangGraph's JSON writes
  * each byte as a number: about 3.7 bytes per byte).
  *
- * Where it meets files maps:
- *  - a whole checkpoint (SqliteSaver, MemorySaver): `channel_values.files`; other channel
- *    values of more than VALUE_BLOB_FROM bytes (an agent's messages) go to a blob too, so a
- *    checkpoint that only changed files does not copy them again;
- *  - one channel's value (PostgresSaver's checkpoint_blobs) and a task's write (the
- *    deepagents tools' `files` updates): when the value itself is shaped like a files map.
+ * Where it meets files maps: anywhere in what it serializes, to a bounded depth, through
+ * plain objects, arrays and LangGraph's Sends: the `files` channel of a whole checkpoint
+ * (SqliteSaver, MemorySaver), one channel's value (PostgresSaver's checkpoint_blobs), a
+ * task's write (the deepagents tools' `files` updates), and the copies of the whole state a
+ * run's input (`__start__`) and each tool call's Send (`__pregel_tasks`) carry. On SQLite,
+ * other channel values of more than VALUE_BLOB_FROM bytes (an agent's messages) become
+ * blobs too, so a checkpoint that only changed files does not copy them again.
  *
  * What it writes carries the type SERDE_TYPE, so a checkpointer with LangGraph's own
  * serializer fails on it ("Unknown serialization type: backendfs/1") instead of handing an
@@ -70,19 +71,44 @@ export class ContentSerializer implements SerializerProtocol {
   }
 
   private async encode(data: unknown): Promise<unknown> {
-    if (isCheckpointShaped(data)) {
-      const channels: Record<string, unknown> = {};
-      for (const [name, value] of Object.entries(data.channel_values)) {
-        channels[name] = name === FILES && isFilesShaped(value) ? ((await this.manifest.encode(value)) ?? value) : await this.encodeValue(value);
-      }
-      return { ...data, channel_values: channels };
+    if (!isCheckpointShaped(data)) return this.encodeDeep(data, 0);
+    const channels: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(data.channel_values)) {
+      const encoded = await this.encodeDeep(value, 0);
+      channels[name] = name === FILES ? encoded : await this.asValueBlob(encoded);
     }
-    if (isFilesShaped(data)) return (await this.manifest.encode(data)) ?? data;
-    return data;
+    return { ...data, channel_values: channels };
+  }
+
+  /**
+   * `value` with every files map in it as a manifest. Files travel beyond the `files`
+   * channel: a run's input (`__start__`) and each tool call's Send (`__pregel_tasks`, as a
+   * channel value and as a write) carry the whole state. Plain objects, arrays and Sends are
+   * searched, to a bounded depth; class instances (messages) are left to the inner
+   * serializer as they are.
+   */
+  private async encodeDeep(value: unknown, depth: number): Promise<unknown> {
+    if (value === null || typeof value !== "object" || depth > MAX_DEPTH) return value;
+    if (isFilesShaped(value)) return (await this.manifest.encode(value)) ?? value;
+    if (Array.isArray(value)) {
+      const items: unknown[] = [];
+      for (const item of value) items.push(await this.encodeDeep(item, depth + 1));
+      return items;
+    }
+    if (isSend(value)) {
+      // As the inner serializer writes a Send, with its args searched.
+      const send: Record<string, unknown> = { node: value.node, args: await this.encodeDeep(value.args, depth + 1) };
+      if (value.timeout !== undefined) send.timeout = value.timeout;
+      return send;
+    }
+    if (!isPlainObject(value)) return value;
+    const out: Record<string, unknown> = {};
+    for (const [key, item] of Object.entries(value)) out[key] = await this.encodeDeep(item, depth + 1);
+    return out;
   }
 
   /** A large channel value as a blob (written once however many checkpoints hold it). */
-  private async encodeValue(value: unknown): Promise<unknown> {
+  private async asValueBlob(value: unknown): Promise<unknown> {
     if (value === undefined || value === null || typeof value !== "object") return value;
     const [type, bytes] = await this.inner.dumpsTyped(value);
     if (bytes.byteLength < VALUE_BLOB_FROM) return value;
@@ -92,17 +118,43 @@ export class ContentSerializer implements SerializerProtocol {
   }
 
   private async decode(value: unknown): Promise<unknown> {
-    if (isEncodedFiles(value)) return this.manifest.decode(value);
-    if (!isCheckpointShaped(value)) return value;
+    if (!isCheckpointShaped(value)) return this.decodeDeep(value, 0);
     const channels: Record<string, unknown> = {};
     for (const [name, channel] of Object.entries(value.channel_values)) {
-      if (isEncodedFiles(channel)) channels[name] = await this.manifest.decode(channel);
-      else if (isEncodedValue(channel)) {
+      let loaded = channel;
+      if (isEncodedValue(channel)) {
         const key = channel[VALUE_MARKER];
         const bytes = (await this.store.getAll([key], () => `channel '${name}'`)).get(key)!;
-        channels[name] = await this.inner.loadsTyped(channel.type, bytes);
-      } else channels[name] = channel;
+        loaded = await this.inner.loadsTyped(channel.type, bytes);
+      }
+      channels[name] = await this.decodeDeep(loaded, 0);
     }
     return { ...value, channel_values: channels };
   }
+
+  /** `value` with its manifests read back; the inner serializer's fresh objects are changed in place. */
+  private async decodeDeep(value: unknown, depth: number): Promise<unknown> {
+    if (value === null || typeof value !== "object" || depth > MAX_DEPTH) return value;
+    if (isEncodedFiles(value)) return this.manifest.decode(value);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) value[i] = await this.decodeDeep(value[i], depth + 1);
+    } else if (isPlainObject(value)) {
+      const record = value as Record<string, unknown>;
+      for (const key of Object.keys(record)) record[key] = await this.decodeDeep(record[key], depth + 1);
+    }
+    return value;
+  }
+}
+
+/** How deep files maps are looked for (a Send's args hold the state: depth 2 or 3). */
+const MAX_DEPTH = 8;
+
+function isPlainObject(value: object): boolean {
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/** LangGraph's Send (its serializer knows it by this mark). */
+function isSend(value: object): value is { node: unknown; args: unknown; timeout?: unknown } {
+  return (value as { lg_name?: unknown }).lg_name === "Send";
 }

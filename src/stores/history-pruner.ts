@@ -90,12 +90,20 @@ export function namedKeys(text: string, into: Set<string>): void {
   for (const match of text.matchAll(NAMED)) into.add(match[1] ?? match[2]!);
 }
 
-/** Adds the keys named inside the shards among `keys` (shards name the files' blobs). */
+/** Adds the keys named inside the shards and channel values among `keys`, and inside those, until none is new. */
 async function addShardContents(keys: Set<string>, read: (key: string) => Promise<string | undefined>): Promise<void> {
-  for (const key of [...keys]) {
-    if (!key.startsWith("s.")) continue;
+  const todo = [...keys];
+  for (let key = todo.pop(); key !== undefined; key = todo.pop()) {
+    if (!key.startsWith("s.") && !key.startsWith("v.")) continue;
     const text = await read(key);
-    if (text !== undefined) namedKeys(text, keys);
+    if (text === undefined) continue;
+    const inside = new Set<string>();
+    namedKeys(text, inside);
+    for (const named of inside) {
+      if (keys.has(named)) continue;
+      keys.add(named);
+      todo.push(named);
+    }
   }
 }
 

@@ -4,14 +4,18 @@
  * `main` in ./.backendfs/agent.db while `backendfs mount` serves the embedded default of the
  * same working directory. What the agent writes shows in the mount within the attribute TTL;
  * what a program writes through the mount (fsync'd) is read by the agent's next run.
+ *
+ * The mount's state route keeps file content in the database's content store (serializer
+ * type backendfs/1), so the agent uses the same checkpointer (sqliteCheckpointer), as an
+ * agent sharing a thread with a mount must: a stock SqliteSaver refuses those checkpoints.
  */
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { HumanMessage, ToolMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
-import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
+import { HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { createDeepAgent, StateBackend } from "deepagents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ScriptedChatModel, type ScriptedCall } from "../interop/script.js";
+import { RunScriptedChatModel, type ScriptedCall } from "../interop/script.js";
+import { sqliteCheckpointer } from "../../src/stores/checkpointers.js";
 import { cliCat, createWorkspace, okIn, shIn, sleep, startMount, type Daemon, type Workspace } from "./helpers/daemon.js";
 
 /** The mount's --attr-timeout (the default), and what a loaded machine may add on top. */
@@ -35,27 +39,9 @@ afterAll(async () => {
   await ws?.remove();
 });
 
-/**
- * The scripted model with ids unique to one run: on a thread that already holds an earlier
- * run, the messages reducer would otherwise merge this run's `ai_0` into that run's.
- */
-class RunScriptedChatModel extends ScriptedChatModel {
-  private static runs = 0;
-  private readonly run = ++RunScriptedChatModel.runs;
-  override async _generate(...args: Parameters<ScriptedChatModel["_generate"]>) {
-    const result = await super._generate(...args);
-    for (const generation of result.generations) {
-      const message = generation.message as AIMessage;
-      message.id = `run${this.run}_${message.id}`;
-      for (const call of message.tool_calls ?? []) call.id = `run${this.run}_${call.id}`;
-    }
-    return result;
-  }
-}
-
 /** One agent run on thread `main`: the scripted tool calls, then "done". Returns its ToolMessages. */
 async function runAgent(script: ScriptedCall[]): Promise<ToolMessage[]> {
-  const agent = createDeepAgent({ model: new RunScriptedChatModel(script), backend: new StateBackend(), checkpointer: new SqliteSaver(db) });
+  const agent = createDeepAgent({ model: new RunScriptedChatModel(script), backend: new StateBackend(), checkpointer: await sqliteCheckpointer(db) });
   const result = (await agent.invoke({ messages: [new HumanMessage("go")] }, { configurable: { thread_id: "main" }, recursionLimit: 50 })) as { messages: BaseMessage[] };
   const tools = result.messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m));
   return tools.slice(-script.length);

@@ -127,3 +127,21 @@ export async function runScriptedAgent(
 
 /** Any backend object (ours are structurally deepagents-compatible). */
 type AnyBackend = object;
+
+/**
+ * The scripted model with ids unique to one run: on a thread that already holds an earlier
+ * run, the messages reducer would otherwise merge this run's `ai_0` into that run's.
+ */
+export class RunScriptedChatModel extends ScriptedChatModel {
+  private static runs = 0;
+  private readonly run = ++RunScriptedChatModel.runs;
+  override async _generate(...args: Parameters<ScriptedChatModel["_generate"]>) {
+    const result = await super._generate(...args);
+    for (const generation of result.generations) {
+      const message = generation.message as AIMessage;
+      message.id = `run${this.run}_${message.id}`;
+      for (const call of message.tool_calls ?? []) call.id = `run${this.run}_${call.id}`;
+    }
+    return result;
+  }
+}
