@@ -85,7 +85,8 @@ export class Connections {
         const { postgresCheckpointer } = await import("../stores/checkpointers.js");
         const pool = await this.pool(c.url);
         const postgres = await postgresCheckpointer(pool, { storage });
-        handle = { saver: () => Promise.resolve(postgres), history: new PostgresHistory(pool) };
+        const { PostgresCheckpointReader } = await import("../stores/postgres-checkpoint-reader.js");
+        handle = { saver: () => Promise.resolve(postgres), reader: new PostgresCheckpointReader(pool), history: new PostgresHistory(pool) };
       }
     } catch (error) {
       throw wrapError(c, error);

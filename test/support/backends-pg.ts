@@ -14,6 +14,7 @@ import { PostgresStore } from "@langchain/langgraph-checkpoint-postgres/store";
 import { ThreadStateBackend, type ThreadStateOptions } from "../../src/stores/thread-state.js";
 import { StoreBackend } from "../../src/backends/store.js";
 import { postgresCheckpointer } from "../../src/stores/checkpointers.js";
+import { PostgresCheckpointReader } from "../../src/stores/postgres-checkpoint-reader.js";
 
 export function pgTestUrl(): string | undefined {
   const url = process.env.BACKENDFS_TEST_PG_URL;
@@ -38,10 +39,12 @@ function requireUrl(): string {
 const closers: Array<() => Promise<unknown>> = [];
 
 let saverPromise: Promise<PostgresSaver> | undefined;
+let pgPool: pg.Pool | undefined;
 /** One PostgresSaver per test process (tables created once). */
 export function pgCheckpointer(): Promise<PostgresSaver> {
   saverPromise ??= (async () => {
     const pool = new pg.Pool({ connectionString: requireUrl(), max: 4 });
+    pgPool = pool;
     closers.push(() => pool.end());
     // As a mount's state route opens it: files in the content store.
     return postgresCheckpointer(pool);
@@ -62,7 +65,9 @@ export function pgStore(): Promise<PostgresStore> {
 
 /** A ThreadStateBackend on a fresh thread of the Postgres checkpointer. */
 export async function makePgThreadState(options: Partial<Omit<ThreadStateOptions, "checkpointer">> = {}): Promise<ThreadStateBackend> {
-  return new ThreadStateBackend({ threadId: `test-${randomUUID()}`, batchWindowMs: 0, ...options, checkpointer: await pgCheckpointer() });
+  const checkpointer = await pgCheckpointer();
+  // As a mount opens it: the cheap latest-id reader beside the saver.
+  return new ThreadStateBackend({ threadId: `test-${randomUUID()}`, batchWindowMs: 0, reader: new PostgresCheckpointReader(pgPool!), ...options, checkpointer });
 }
 
 /** A StoreBackend on a fresh namespace of the PostgresStore. */
