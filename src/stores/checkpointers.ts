@@ -6,9 +6,9 @@
  *   const checkpointer = await sqliteCheckpointer(new Database("./.backendfs/agent.db"));
  *   const agent = createDeepAgent({ model, backend: new StateBackend(), checkpointer });
  *
- * Storage "inline" gives the savers with LangGraph's own serializer: checkpoints any stock
- * SqliteSaver/PostgresSaver reads, at the cost of a copy of every file per checkpoint. Both
- * read either format.
+ * Storage "inline" writes LangGraph's own format: checkpoints any stock SqliteSaver /
+ * PostgresSaver reads, at the cost of a copy of every file per checkpoint. Either reads both
+ * formats, so a route can be switched either way on a thread that has both.
  *
  * One FilesManifest per database, shared by its saver and its fast reader in one process:
  * what one decoded or encoded, the other recognises (the same FileData objects).
@@ -45,23 +45,18 @@ export function postgresFilesManifest(pool: pg.Pool): FilesManifest {
   return manifest;
 }
 
-/** A SqliteSaver on `db` whose files live in the content store (or inline, LangGraph's format). */
+/** A SqliteSaver on `db` whose files live in the content store (or inline, LangGraph's format); it reads both. */
 export async function sqliteCheckpointer(db: Database.Database, options: { storage?: StateStorage } = {}): Promise<SqliteSaver> {
   const { SqliteSaver } = await import("@langchain/langgraph-checkpoint-sqlite");
-  if (options.storage === "inline") return new SqliteSaver(db);
   const { ContentSerializer } = await import("./content-serializer.js");
-  return new SqliteSaver(db, new ContentSerializer(sqliteFilesManifest(db)));
+  return new SqliteSaver(db, new ContentSerializer(sqliteFilesManifest(db), undefined, options.storage !== "inline"));
 }
 
 /** A PostgresSaver on `pool`, set up, whose files live in the content store (or inline). */
 export async function postgresCheckpointer(pool: pg.Pool, options: { storage?: StateStorage } = {}): Promise<PostgresSaver> {
   const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
-  let saver: PostgresSaver;
-  if (options.storage === "inline") saver = new PostgresSaver(pool);
-  else {
-    const { ContentSerializer } = await import("./content-serializer.js");
-    saver = new PostgresSaver(pool, new ContentSerializer(postgresFilesManifest(pool)));
-  }
+  const { ContentSerializer } = await import("./content-serializer.js");
+  const saver = new PostgresSaver(pool, new ContentSerializer(postgresFilesManifest(pool), undefined, options.storage !== "inline"));
   await saver.setup();
   return saver;
 }

@@ -52,15 +52,21 @@ const isCheckpointShaped = (value: unknown): value is CheckpointShaped =>
 export class ContentSerializer implements SerializerProtocol {
   private readonly store: ContentStore;
 
-  /** `manifest`: shared with the database's fast reader, so that both see the same FileData objects. */
+  /**
+   * `manifest`: shared with the database's fast reader, so that both see the same FileData
+   * objects. `writeContent` false: writes LangGraph's own format (storage "inline"), still
+   * reading both.
+   */
   constructor(
     readonly manifest: FilesManifest,
     private readonly inner: SerializerProtocol = new JsonPlusSerializer(),
+    private readonly writeContent = true,
   ) {
     this.store = manifest.store;
   }
 
   async dumpsTyped(data: unknown): Promise<[string, Uint8Array]> {
+    if (!this.writeContent) return this.inner.dumpsTyped(data);
     const [type, bytes] = await this.inner.dumpsTyped(await this.encode(data));
     return [type === "json" ? SERDE_TYPE : type, bytes];
   }

@@ -138,6 +138,16 @@ describe("SqliteSaver with the content store", () => {
     expect(Object.keys(stock!.checkpoint.channel_values.files as object)).toContain("/bytes.bin");
   });
 
+  it("storage switched back to inline goes on on a thread the content store wrote, and a stock saver reads what it writes", async () => {
+    const db = sqlite.db();
+    await putFiles(await sqliteCheckpointer(db), "t", { "/bin.dat": everyKind()["/bytes.bin"]!, "/long.md": everyKind()["/long.md"]! });
+    const inline = await putFiles(await sqliteCheckpointer(db, { storage: "inline" }), "t", { "/more.md": everyKind()["/long.md"]! });
+    const [bin] = await inline.downloadFiles(["/bin.dat"]);
+    expect([...bin!.content!]).toEqual([0, 1, 0xff, 0xfe, 0x80, 0]);
+    const stock = (await new SqliteSaver(db).getTuple(config("t")))!;
+    expect(Object.keys(stock.checkpoint.channel_values.files as object).sort()).toEqual(["/bin.dat", "/long.md", "/more.md"]);
+  });
+
   it("a thread written inline before goes on in the content store, and both kinds of checkpoint read back", async () => {
     const db = sqlite.db();
     const old = await putFiles(new SqliteSaver(db), "t", { "/old.bin": everyKind()["/bytes.bin"]!, "/old.md": everyKind()["/long.md"]! });
