@@ -101,6 +101,9 @@ export class FilesManifest {
   /** The manifest of `files`, its new blobs stored; undefined when `files` holds something it cannot encode exactly. */
   async encode(files: FileEntries): Promise<EncodedFiles | undefined> {
     const blobs: Blob[] = [];
+    /** Marked as stored once the put has succeeded: a failed commit is retried, and must write them then. */
+    const written: KnownFile[] = [];
+    const shards: Array<[print: string, shard: EncodedShard]> = [];
     const entries: Entry[] = [];
     for (const path of Object.keys(files)) {
       const data = files[path];
@@ -114,14 +117,16 @@ export class FilesManifest {
       // from the checkpoint a commit builds on, is named by that checkpoint already.
       if (known.stored.b !== undefined && !known.inStore) {
         blobs.push([known.stored.b, blobBytes(data, known.stored)]);
-        known.inStore = true;
+        written.push(known);
       }
       entries.push([path, known.stored]);
     }
     let encoded: EncodedFiles;
     if (entries.length <= SHARD_FROM) encoded = { [FILES_MARKER]: 1, entries };
-    else encoded = { [FILES_MARKER]: 1, shards: this.shardKeys(files, entries, blobs) };
+    else encoded = { [FILES_MARKER]: 1, shards: this.shardKeys(files, entries, blobs, shards) };
     await this.store.put(blobs);
+    for (const known of written) known.inStore = true;
+    for (const [print, shard] of shards) this.shardsByPrint.set(print, shard);
     return encoded;
   }
 
@@ -202,8 +207,8 @@ export class FilesManifest {
     return made;
   }
 
-  /** The shard keys of a large map; shards not recognised are encoded and added to `blobs`. */
-  private shardKeys(files: FileEntries, entries: Entry[], blobs: Blob[]): string[] {
+  /** The shard keys of a large map; shards not recognised are encoded and added to `blobs`, and to `encoded` to be remembered once stored. */
+  private shardKeys(files: FileEntries, entries: Entry[], blobs: Blob[], encoded: Array<[string, EncodedShard]>): string[] {
     const count = 2 ** Math.ceil(Math.log2(Math.ceil(entries.length / SHARD_SIZE)));
     const buckets: Entry[][] = Array.from({ length: count }, () => []);
     for (const entry of entries) buckets[hashPath(entry[0]) & (count - 1)]!.push(entry);
@@ -214,7 +219,7 @@ export class FilesManifest {
         const sorted = [...bucket].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
         const bytes = Buffer.from(JSON.stringify({ e: sorted }), "utf8");
         shard = { key: `s.${digestOfBytes(bytes)}`, bytes };
-        this.shardsByPrint.set(print, shard);
+        encoded.push([print, shard]);
         blobs.push([shard.key, shard.bytes]);
         this.shardsByKey.set(shard.key, sorted);
         // Read back later, the shard gives these same objects (their versions stay cached).

@@ -87,6 +87,23 @@ describe("the content serializer", () => {
     expect(await serde.loadsTyped(legacyType, legacy)).toEqual({ "/a.bin": { content: new Uint8Array([1, 2]), created_at: "t", modified_at: "t" } });
   });
 
+  it("blobs whose put failed are written again by the next encode, not taken as stored", async () => {
+    const storage = new MemoryBlobStorage();
+    const put = storage.put.bind(storage);
+    let fail = true;
+    storage.put = async (blobs) => {
+      if (fail) throw new Error("database is down");
+      return put(blobs);
+    };
+    const serde = new ContentSerializer(new FilesManifest(new ContentStore(storage)));
+    const files = { ...manyFiles(40), "/x.bin": { content: randomBytes(64), mimeType: "application/octet-stream", created_at: "t", modified_at: "t" } as FileData };
+    await expect(serde.dumpsTyped(files)).rejects.toThrow("database is down");
+    fail = false;
+    const [type, bytes] = await serde.dumpsTyped(files);
+    const reader = new ContentSerializer(new FilesManifest(new ContentStore(storage)));
+    expect(await reader.loadsTyped(type, bytes)).toEqual(files);
+  });
+
   it("a missing blob is an error naming the file and the database, not an empty file", async () => {
     const storage = new MemoryBlobStorage();
     const serde = new ContentSerializer(new FilesManifest(new ContentStore(storage)));
