@@ -17,33 +17,28 @@ import type Database from "better-sqlite3";
 import type pg from "pg";
 import type { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import type { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
-import { ContentStore, PostgresBlobStorage, SqliteBlobStorage } from "./content-store.js";
+import { ContentStore, PostgresBlobStorage, SqliteBlobStorage, type BlobStorage } from "./content-store.js";
 import { FilesManifest } from "./files-manifest.js";
 
 /** How a state route's checkpoints hold file content. */
 export type StateStorage = "content" | "inline";
 
-const sqliteManifests = new WeakMap<Database.Database, FilesManifest>();
-const postgresManifests = new WeakMap<pg.Pool, FilesManifest>();
+const manifests = new WeakMap<object, FilesManifest>();
+
+/** The one manifest codec of a database connection (a SQLite handle, a pg pool). */
+function manifestOf(connection: object, storage: () => BlobStorage): FilesManifest {
+  let manifest = manifests.get(connection);
+  if (!manifest) {
+    manifest = new FilesManifest(new ContentStore(storage()));
+    manifests.set(connection, manifest);
+  }
+  return manifest;
+}
 
 /** The content store's manifest codec of a SQLite database (its table is created on first use). */
-export function sqliteFilesManifest(db: Database.Database): FilesManifest {
-  let manifest = sqliteManifests.get(db);
-  if (!manifest) {
-    manifest = new FilesManifest(new ContentStore(new SqliteBlobStorage(db)));
-    sqliteManifests.set(db, manifest);
-  }
-  return manifest;
-}
+export const sqliteFilesManifest = (db: Database.Database): FilesManifest => manifestOf(db, () => new SqliteBlobStorage(db));
 
-export function postgresFilesManifest(pool: pg.Pool): FilesManifest {
-  let manifest = postgresManifests.get(pool);
-  if (!manifest) {
-    manifest = new FilesManifest(new ContentStore(new PostgresBlobStorage(pool)));
-    postgresManifests.set(pool, manifest);
-  }
-  return manifest;
-}
+export const postgresFilesManifest = (pool: pg.Pool): FilesManifest => manifestOf(pool, () => new PostgresBlobStorage(pool));
 
 /** A SqliteSaver on `db` whose files live in the content store (or inline, LangGraph's format); it reads both. */
 export async function sqliteCheckpointer(db: Database.Database, options: { storage?: StateStorage } = {}): Promise<SqliteSaver> {
