@@ -85,7 +85,7 @@ export interface ThreadStateOptions {
   fileFormat?: FileFormat;
   /**
    * Larger files are refused: by the mount with EFBIG at the write that crosses the limit
-   * (fileSizeLimit), by uploadFiles, write and edit with an error. Every byte of a thread's
+   * (fileSizeLimit), by uploadFiles and write with an error (edit is not checked). Every byte of a thread's
    * file is held in memory by whoever reads the thread (the agent too), so large files
    * belong on a filesystem route. Default 128.
    */
@@ -285,12 +285,12 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     return this.commitBeforeResolving(await this.mutate((files) => planDelete(files, filePath)), (r) => !r.error);
   }
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
-    const fits = files.filter(([, bytes]) => !(bytes instanceof Uint8Array) || bytes.byteLength <= this.maxFileSizeBytes);
-    if (fits.length < files.length) {
-      // Too large, as FilesystemBackend answers it (the protocol has no code of its own for it).
-      const planned = await this.uploadFiles(fits);
+    const tooLarge = files.map(([, bytes]) => bytes instanceof Uint8Array && bytes.byteLength > this.maxFileSizeBytes);
+    if (tooLarge.includes(true)) {
+      // Answered as FilesystemBackend answers it (the protocol has no code of its own for it).
+      const planned = await this.uploadFiles(files.filter((_, i) => !tooLarge[i]));
       let next = 0;
-      return files.map(([path, bytes]) => (fits.length > next && fits[next]![1] === bytes && fits[next]![0] === path ? planned[next++]! : { path, error: "invalid_path" }));
+      return files.map(([path], i) => (tooLarge[i] ? { path, error: "invalid_path" } : planned[next++]!));
     }
     const responses = await this.mutate((current) => planUpload(current, files, this.fileFormat));
     return this.commitBeforeResolving(responses, (r) => r.some((one) => one.error === null));

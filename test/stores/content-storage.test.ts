@@ -146,6 +146,19 @@ describe("SqliteSaver with the content store", () => {
     expect(Object.keys(fast.files)).toHaveLength(306);
   });
 
+  it("uploadFiles refuses files over maxFileSizeMb one by one and stores the rest", async () => {
+    const backend = new ThreadStateBackend({ checkpointer: await sqliteCheckpointer(sqlite.db()), threadId: "limit", batchWindowMs: 0, maxFileSizeMb: 1 });
+    const big = new Uint8Array(1024 * 1024 + 1);
+    const responses = await backend.uploadFiles([["/a.bin", big], ["/b.txt", Buffer.from("small")], ["/c.bin", big]]);
+    expect(responses).toEqual([
+      { path: "/a.bin", error: "invalid_path" },
+      { path: "/b.txt", error: null },
+      { path: "/c.bin", error: "invalid_path" },
+    ]);
+    expect((await backend.read("/b.txt")).content).toBe("small");
+    expect((await backend.stat("/a.bin")).stat).toBeUndefined();
+  });
+
   it("a stock SqliteSaver fails on it naming the format; storage inline stays readable by one", async () => {
     const db = sqlite.db();
     await putFiles(await sqliteCheckpointer(db), "content", everyKind());
