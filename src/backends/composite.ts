@@ -9,6 +9,10 @@
  * changesSince, watch, mkdir) forwarded or emulated.
  */
 import {
+  failure,
+  failureLike,
+  failureOf,
+  reasonOf,
   adaptBackendProtocol,
   adaptSandboxProtocol,
   applyGrepMaxCount,
@@ -309,7 +313,7 @@ export class CompositeBackend implements BackendProtocolV2 {
     ];
     for (const t of targets) {
       if (!t.backend.delete) {
-        return { error: `Error: deletion is not available for '${filePath}' on ${describeRoute(t.route)}.` };
+        return failure("unsupported", `Error: deletion is not available for '${filePath}' on ${describeRoute(t.route)}.`);
       }
     }
     if (targets.length === 1) {
@@ -327,14 +331,14 @@ export class CompositeBackend implements BackendProtocolV2 {
       try {
         result = await t.backend.delete!(t.key);
       } catch (error) {
-        return { error: this.partialDeleteError(filePath, errorMessage(error), completed) };
+        return failureOf(error, this.partialDeleteError(filePath, errorMessage(error), completed));
       }
       if (result.error) {
-        if (/not found/i.test(result.error)) {
+        if (reasonOf(result, [t.key]) === "file_not_found") {
           firstNotFound ??= result;
           continue;
         }
-        return { error: this.partialDeleteError(filePath, result.error, completed) };
+        return failureLike(result, this.partialDeleteError(filePath, result.error, completed));
       }
       completed += 1;
       if (result.filesUpdate === null) sawNullUpdate = true;
@@ -343,7 +347,7 @@ export class CompositeBackend implements BackendProtocolV2 {
         for (const key of Object.keys(result.filesUpdate)) filesUpdate[withRoute(t.route, key)] = null;
       }
     }
-    if (completed === 0) return firstNotFound ?? { error: `Error: File '${filePath}' not found` };
+    if (completed === 0) return firstNotFound ?? failure("file_not_found", `Error: File '${filePath}' not found`);
     if (sawUpdate) return { path: filePath, filesUpdate };
     if (sawNullUpdate) return { path: filePath, filesUpdate: null };
     return { path: filePath };
@@ -357,6 +361,7 @@ export class CompositeBackend implements BackendProtocolV2 {
   }
 
   private restoreDeleteResult(result: DeleteResult, filePath: string, route: Route | null): DeleteResult {
+    if (result.error) return result;
     const restored = { ...result };
     if (result.path !== undefined) restored.path = filePath;
     if (route && result.filesUpdate) {
@@ -442,10 +447,10 @@ export class CompositeBackend implements BackendProtocolV2 {
    */
   async renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): Promise<RenameResult> {
     for (const p of [from, to]) {
-      if (this.table.isImplicitDirectory(p)) return { error: `Error: cannot rename mount point or route parent '${p}'` };
+      if (this.table.isImplicitDirectory(p)) return failure("busy", `Error: cannot rename mount point or route parent '${p}'`);
     }
     if (this.table.routesBelow(from).length > 0) {
-      return { error: `Error: cannot rename '${from}': routes are mounted below it` };
+      return failure("busy", `Error: cannot rename '${from}': routes are mounted below it`);
     }
     const source = this.table.resolve(from);
     const target = this.table.resolve(to);
@@ -483,7 +488,7 @@ export class CompositeBackend implements BackendProtocolV2 {
     const inner = entryPath(routingForm(innerPath));
     if (inner === "/") return { stat: { path: fullPath, is_dir: true, size: 0, modified_at: "" } };
     const listing = await backend.ls(parentOf(inner));
-    if (listing.error) return { error: listing.error };
+    if (listing.error) return failureLike(listing);
     const entry = (listing.files ?? []).find((f) => entryPath(f.path) === inner);
     if (!entry) return {};
     const isDir = entry.is_dir === true || entry.path.endsWith("/");
@@ -508,16 +513,22 @@ export class CompositeBackend implements BackendProtocolV2 {
       return await backend.sync(innerPath);
     }
     const errors: string[] = [];
+    let first: { error: string } | undefined;
     for (const { route, backend } of this.allBackends()) {
       if (!canSync(backend)) continue;
       try {
         const result = await backend.sync();
-        if (result.error) errors.push(`${describeRoute(route)}: ${result.error}`);
+        if (result.error) {
+          errors.push(`${describeRoute(route)}: ${result.error}`);
+          first ??= failureLike(result);
+        }
       } catch (error) {
         errors.push(`${describeRoute(route)}: ${errorMessage(error)}`);
+        first ??= failureOf(error, "");
       }
     }
-    return errors.length > 0 ? { error: errors.join("; ") } : {};
+    // The joined message carries the first failure's code (a conflict stays a conflict).
+    return first ? failureLike(first, errors.join("; ")) : {};
   }
 
   /** Forwarded to the serving backend; one that cannot says so (the caller reads the file whole). */
@@ -595,10 +606,10 @@ export class CompositeBackend implements BackendProtocolV2 {
    * none; for them this returns an error and the caller (the vfs) keeps the directory itself.
    */
   async mkdir(path: string): Promise<{ error?: string }> {
-    if (this.table.isImplicitDirectory(path)) return { error: `Error: '${path}' already exists` };
+    if (this.table.isImplicitDirectory(path)) return failure("already_exists", `Error: '${path}' already exists`);
     const { route, backend, innerPath } = this.table.resolve(path);
     if (!canMkdir(backend)) {
-      return { error: `Error: mkdir is not supported for '${path}' on ${describeRoute(route)}.` };
+      return failure("unsupported", `Error: mkdir is not supported for '${path}' on ${describeRoute(route)}.`);
     }
     return await backend.mkdir(innerPath);
   }

@@ -3,7 +3,7 @@
  * name or a numeric `status`; everything else (bad identifier, tenant mismatch, transport)
  * is a different kind of failure (reference/context-hub-api.md §8).
  */
-import type { FileOperationError } from "../protocol/index.js";
+import { failure, type FileOperationError } from "../protocol/index.js";
 
 export function errorStatus(error: unknown): number | undefined {
   if (typeof error !== "object" || error === null) return undefined;
@@ -36,6 +36,12 @@ export function isHubError(error: unknown): boolean {
 
 export function hubUnavailable(error: unknown): string {
   return `Hub unavailable: ${errorMessage(error)}`;
+}
+
+/** A Hub failure as an error value: a refused key is permission_denied, anything else unavailable. */
+export function hubFailure(error: unknown): { error: string } {
+  const status = errorStatus(error);
+  return failure(status === 401 || status === 403 ? "permission_denied" : "unavailable", hubUnavailable(error));
 }
 
 export function toFileOperationError(error: unknown): FileOperationError {

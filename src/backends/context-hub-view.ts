@@ -3,6 +3,7 @@
  * deepagents' ContextHubBackend returns them, with the project's one glob semantics.
  */
 import {
+  failure,
   createGlobMatcher,
   createGrepGlobFilter,
   grepText,
@@ -48,7 +49,7 @@ export function readPage(content: string, offset: number, limit: number): ReadRe
   const page = normalizeReadPagination(offset, limit);
   const lines = splitLinesKeepEnds(content.replace(/\r\n?/g, "\n"));
   if (page.offset >= lines.length) {
-    return { error: `Line offset ${page.offset} exceeds file length (${lines.length} lines)` };
+    return failure("invalid_argument", `Line offset ${page.offset} exceeds file length (${lines.length} lines)`);
   }
   const end = Math.min(page.offset + page.limit, lines.length);
   const selected = lines.slice(page.offset, end).join("");

@@ -10,6 +10,8 @@
  */
 import { Client } from "langsmith";
 import {
+  failure,
+  failureLike,
   checkVirtualPath,
   applyGrepMaxCount,
   isPathWithin,
@@ -43,7 +45,7 @@ import {
   type Conflict,
   type Files,
 } from "./context-hub-batch.js";
-import { errorMessage, errorStatus, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
+import { errorMessage, errorStatus, hubFailure, hubUnavailable, isHubError, isNotFoundError, toFileOperationError } from "./context-hub-errors.js";
 import { commitFromPushUrl, parseHubIdentifier, sameCommit, type HubTarget } from "./context-hub-identifier.js";
 import { journalPath, readJournal, removeJournal, uncommitted, writeJournal } from "./context-hub-journal.js";
 import { ContentTimes } from "./context-hub-times.js";
@@ -110,7 +112,11 @@ type KeyCheck = { key: string; error?: undefined } | { key?: undefined; error: s
 /** Repo-relative key of a virtual path ("/a/b.md" -> "a/b.md"; "/" -> ""). */
 function toKey(path: string): KeyCheck {
   const checked = checkVirtualPath(path);
-  return checked.error !== undefined ? { error: checked.error } : { key: checked.path.slice(1) };
+  return checked.error !== undefined ? failureLike(checked) : { key: checked.path.slice(1) };
+}
+
+function conflictFailure(c: Conflict): { error: string } {
+  return failure("conflict", describeConflict(c));
 }
 
 function describeConflict(c: Conflict): string {
@@ -303,12 +309,12 @@ export class ContextHubBackend implements BackendProtocolV2 {
 
   /** Runs `accept` on the loaded view; Hub errors become values, others are thrown (deepagents). */
   private async mutate<T extends { error?: string }>(accept: () => Promise<T>): Promise<T | { error: string }> {
-    if (this.closed) return { error: CLOSED };
+    if (this.closed) return failure("unavailable", CLOSED);
     try {
       await this.load();
       return await accept();
     } catch (error) {
-      if (isHubError(error)) return { error: hubUnavailable(error) };
+      if (isHubError(error)) return hubFailure(error);
       throw error;
     }
   }
@@ -489,13 +495,13 @@ export class ContextHubBackend implements BackendProtocolV2 {
     }
     if (this.failures !== failuresBefore) {
       const error = this.lastFailure;
-      return { error: isHubError(error) ? hubUnavailable(error) : errorMessage(error) };
+      return isHubError(error) ? hubFailure(error) : failure("io_error", errorMessage(error));
     }
     const key = path === undefined ? undefined : toKey(path).key;
     const concerns = (c: Conflict) => key === undefined || c.path === key;
     const conflicts = this.unreportedConflicts.filter((c) => concerns(c) && c.copy !== undefined);
     this.unreportedConflicts = this.unreportedConflicts.filter((c) => !concerns(c)).slice(-MAX_UNREPORTED);
-    if (conflicts.length > 0) return { error: conflicts.map(describeConflict).join("\n") };
+    if (conflicts.length > 0) return failure("conflict", conflicts.map(describeConflict).join("\n"));
     return {};
   }
 
@@ -513,10 +519,10 @@ export class ContextHubBackend implements BackendProtocolV2 {
       await this.journal();
       this.pending = null;
       this.log(`${left.changes.size} uncommitted change(s) kept in ${this.journalFile}`);
-      return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} change(s) kept in ${this.journalFile}` };
+      return failureLike(outcome, `${outcome.error ?? "not committed"}; ${left.changes.size} change(s) kept in ${this.journalFile}`);
     }
     this.pending = null;
-    return { error: `${outcome.error ?? "not committed"}; ${left.changes.size} uncommitted change(s) dropped` };
+    return failureLike(outcome, `${outcome.error ?? "not committed"}; ${left.changes.size} uncommitted change(s) dropped`);
   }
 
   async rename(from: string, to: string): Promise<RenameResult> {
@@ -533,12 +539,12 @@ export class ContextHubBackend implements BackendProtocolV2 {
   async renameFrom(from: string, to: string, targetBaseVersion: string | null | undefined): Promise<RenameResult> {
     const src = toKey(from);
     const dst = toKey(to);
-    if (src.error !== undefined) return { error: src.error };
-    if (dst.error !== undefined) return { error: dst.error };
-    if (src.key === "" || dst.key === "") return { error: `Error: Cannot rename '${from}' to '${to}'` };
+    if (src.error !== undefined) return failureLike(src);
+    if (dst.error !== undefined) return failureLike(dst);
+    if (src.key === "" || dst.key === "") return failure("busy", `Error: Cannot rename '${from}' to '${to}'`);
     if (src.key === dst.key) return { path: to };
     if (isPathWithin(`/${dst.key}`, `/${src.key}`)) {
-      return { error: `Error: Cannot move '${from}' into itself ('${to}')` };
+      return failure("invalid_argument", `Error: Cannot move '${from}' into itself ('${to}')`);
     }
     const result = await this.mutate<RenameResult>(async () => {
       const files = this.visibleFiles();
@@ -546,7 +552,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
       const moves = new Map<string, string>();
       if (files[src.key] !== undefined) {
         if (Object.keys(files).some((k) => k.startsWith(`${dst.key}/`))) {
-          return { error: `Error: Cannot rename '${from}' to '${to}': destination is a directory` };
+          return failure("is_directory", `Error: Cannot rename '${from}' to '${to}': destination is a directory`);
         }
         const current = files[dst.key];
         if (targetBaseVersion !== undefined && current !== undefined && this.versionOf(dst.key, current) !== targetBaseVersion) {
@@ -554,7 +560,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
           const rebased = rebaseUpload(dst.key, files[src.key], this.baseContent(dst.key, targetBaseVersion), current);
           if (rebased.conflict) this.noteConflicts([rebased.conflict]);
           const conflicts = await this.submit([[src.key, null], ...rebased.changes]);
-          return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: to };
+          return conflicts.length > 0 ? conflictFailure(conflicts[0]) : { path: to };
         }
         changes.push([src.key, null], [dst.key, files[src.key]]);
         moves.set(src.key, dst.key);
@@ -565,9 +571,9 @@ export class ContextHubBackend implements BackendProtocolV2 {
           changes.push([k, null], [`${dst.key}/${k.slice(prefix.length)}`, content]);
           moves.set(k, `${dst.key}/${k.slice(prefix.length)}`);
         }
-        if (changes.length === 0) return { error: `Error: File '${from}' not found` };
+        if (changes.length === 0) return failure("file_not_found", `Error: File '${from}' not found`);
         if (files[dst.key] !== undefined) {
-          return { error: `Error: Cannot rename directory '${from}' over file '${to}'` };
+          return failure("not_a_directory", `Error: Cannot rename directory '${from}' over file '${to}'`);
         }
       }
       // Deletes first, so a path that is both source and destination ends up written.
@@ -575,16 +581,16 @@ export class ContextHubBackend implements BackendProtocolV2 {
       // An open file that moved keeps its merge base (the vfs names it by its new path).
       this.served.move(moves);
       const conflicts = await this.submit(changes);
-      return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: to };
+      return conflicts.length > 0 ? conflictFailure(conflicts[0]) : { path: to };
     });
     return result;
   }
 
   async stat(path: string): Promise<StatResult> {
     const k = toKey(path);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     const normalized = `/${k.key}`;
     if (k.key === "") return { stat: { path: "/", is_dir: true, size: 0 } };
     const content = this.lookup(k.key);
@@ -621,10 +627,10 @@ export class ContextHubBackend implements BackendProtocolV2 {
   /** The repo and the commit a file's content was read at (for read-only xattrs). */
   async hubInfo(path: string): Promise<HubFileInfo | { error: string }> {
     const k = toKey(path);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
-    if (this.lookup(k.key) === undefined) return { error: `File '${path}' not found` };
+    if (unavailable !== undefined) return unavailable;
+    if (this.lookup(k.key) === undefined) return failure("file_not_found", `File '${path}' not found`);
     return this.fileInfo(k.key);
   }
 
@@ -636,9 +642,9 @@ export class ContextHubBackend implements BackendProtocolV2 {
    */
   async xattrs(path: string): Promise<XattrsResult> {
     const k = toKey(path);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     const xattrs: Record<string, string> = { "user.backendfs.repo": this.identifier.split(":")[0] };
     if (k.key !== "" && this.lookup(k.key) !== undefined) {
       const info = this.fileInfo(k.key);
@@ -695,93 +701,93 @@ export class ContextHubBackend implements BackendProtocolV2 {
   // ---- BackendProtocolV2 -------------------------------------------------------------
 
   /** Loads the tree; a Hub failure is returned as deepagents' "Hub unavailable" message. */
-  private async tryLoad(): Promise<string | undefined> {
+  private async tryLoad(): Promise<{ error: string } | undefined> {
     try {
       await this.load();
       return undefined;
     } catch (error) {
-      if (isHubError(error)) return hubUnavailable(error);
+      if (isHubError(error)) return hubFailure(error);
       throw error;
     }
   }
 
   async ls(path = "/"): Promise<LsResult> {
     const k = toKey(path);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     return { files: listChildren(this.visibleFiles(), k.key) };
   }
 
   async read(filePath: string, offset = 0, limit = 2000): Promise<ReadResult> {
     const k = toKey(filePath);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     const content = this.lookup(k.key);
-    if (content === undefined) return { error: `File '${filePath}' not found` };
+    if (content === undefined) return failure("file_not_found", `File '${filePath}' not found`);
     return readPage(content, offset, limit);
   }
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
     const k = toKey(filePath);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     const content = this.lookup(k.key);
-    if (content === undefined) return { error: `File '${filePath}' not found` };
+    if (content === undefined) return failure("file_not_found", `File '${filePath}' not found`);
     const now = new Date().toISOString();
     return { data: { content: content.replace(/\r\n?/g, "\n"), mimeType: TEXT_MIME_TYPE, created_at: now, modified_at: now } };
   }
 
   async grep(pattern: string, path: string | null = null, glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
     const k = toKey(path ?? "/");
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     const matches = grepFiles(this.visibleFiles(), pattern, `/${k.key}`, glob);
     return applyGrepMaxCount({ result: { matches }, maxCount });
   }
 
   async glob(pattern: string, path = "/"): Promise<GlobResult> {
     const k = toKey(path);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     const unavailable = await this.tryLoad();
-    if (unavailable !== undefined) return { error: unavailable };
+    if (unavailable !== undefined) return unavailable;
     return { files: globFiles(this.visibleFiles(), pattern, `/${k.key}`) };
   }
 
   async write(filePath: string, content: string): Promise<WriteResult> {
     const k = toKey(filePath);
-    if (k.error !== undefined) return { error: k.error };
-    if (k.key === "") return { error: `Error: Cannot write to '${filePath}'` };
+    if (k.error !== undefined) return failureLike(k);
+    if (k.key === "") return failure("is_directory", `Error: Cannot write to '${filePath}'`);
     return this.mutate<WriteResult>(async () => {
       const conflicts = await this.submit([[k.key, content]]);
-      return conflicts.length > 0 ? { error: describeConflict(conflicts[0]) } : { path: filePath, filesUpdate: null };
+      return conflicts.length > 0 ? conflictFailure(conflicts[0]) : { path: filePath, filesUpdate: null };
     });
   }
 
   async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
     const k = toKey(filePath);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     return this.mutate<EditResult>(async () => {
       const current = this.lookup(k.key);
-      if (current === undefined) return { error: `Error: File '${filePath}' not found` };
+      if (current === undefined) return failure("file_not_found", `Error: File '${filePath}' not found`);
       const replaced = performStringReplacement(current, oldString, newString, replaceAll);
-      if (typeof replaced === "string") return { error: replaced };
+      if (typeof replaced === "string") return failure("invalid_argument", replaced);
       const conflicts = await this.submit([[k.key, replaced[0]]]);
-      if (conflicts.length > 0) return { error: describeConflict(conflicts[0]) };
+      if (conflicts.length > 0) return conflictFailure(conflicts[0]);
       return { path: filePath, filesUpdate: null, occurrences: replaced[1] };
     });
   }
 
   async delete(filePath: string): Promise<DeleteResult> {
     const k = toKey(filePath);
-    if (k.error !== undefined) return { error: k.error };
+    if (k.error !== undefined) return failureLike(k);
     return this.mutate<DeleteResult>(async () => {
       const prefix = k.key === "" ? "" : `${k.key}/`;
       const doomed = Object.keys(this.visibleFiles()).filter((key) => key === k.key || key.startsWith(prefix));
-      if (doomed.length === 0) return { error: `Error: File '${filePath}' not found` };
+      if (doomed.length === 0) return failure("file_not_found", `Error: File '${filePath}' not found`);
       await this.submit(doomed.map((key) => [key, null]));
       return { path: filePath };
     });

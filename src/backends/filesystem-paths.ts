@@ -10,7 +10,7 @@
 import fs from "node:fs/promises";
 import fsSync, { type Stats } from "node:fs";
 import path from "node:path";
-import { checkVirtualPath } from "../protocol/index.js";
+import { checkVirtualPath, errorCodeOf } from "../protocol/index.js";
 import { BackendPathError, isMissing } from "./fs-errors.js";
 
 export interface ResolvedPath {
@@ -36,7 +36,7 @@ export class PathResolver {
   locate(raw: string): ResolvedPath {
     if (this.virtualMode) {
       const check = checkVirtualPath(raw);
-      if (check.error !== undefined) throw new BackendPathError(check.error);
+      if (check.error !== undefined) throw new BackendPathError(check.error, errorCodeOf(check));
       const hostPath = check.path === "/" ? this.root : path.join(this.root, check.path);
       return { hostPath, shownPath: check.path };
     }

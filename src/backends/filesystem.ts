@@ -19,6 +19,9 @@ import fs from "node:fs/promises";
 import fsConstants from "node:fs";
 import path from "node:path";
 import {
+  failure,
+  withErrorCode,
+  type ErrorCode,
   EMPTY_CONTENT_WARNING,
   applyGrepMaxCount,
   countTextLines,
@@ -63,7 +66,7 @@ import {
   type WriteResult,
 } from "../protocol/index.js";
 import { INLINE_WRITE_MAX_BYTES, writeFileAtomic } from "./atomic-write.js";
-import { BackendPathError, describeFsError, errorCode, isMissing, toFileOperationError } from "./fs-errors.js";
+import { BackendPathError, describeFsError, errorCode, fsErrorCode, fsFailure, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
 import { UnsyncedWrites } from "./filesystem-sync.js";
 import { ReadHandles } from "./read-handles.js";
@@ -135,7 +138,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     try {
       return { files: (await this.statEntries(dirPath)).map(({ shown, stat }) => hostFileStat(shown, stat)) };
     } catch (error) {
-      return { error: `Error listing '${dirPath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error listing '${dirPath}': ${describeFsError(error)}`);
     }
   }
 
@@ -175,7 +178,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   async read(filePath: string, offset: number = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
     try {
       const file = await this.readFileChecked(filePath);
-      if ("error" in file) return { error: file.error };
+      if ("error" in file) return failure(file.code, file.error);
       const mimeType = getMimeType(filePath);
       if (!isTextMimeType(mimeType)) return { content: file.bytes, mimeType };
       const text = decodeUtf8Strict(file.bytes);
@@ -184,26 +187,26 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const page = normalizeReadPagination(offset, limit);
       const totalLines = countTextLines(text);
       if (page.offset >= totalLines) {
-        return { error: `Line offset ${page.offset} exceeds file length (${totalLines} lines)` };
+        return failure("invalid_argument", `Line offset ${page.offset} exceeds file length (${totalLines} lines)`);
       }
       return paginateText(text, mimeType, offset, limit);
     } catch (error) {
-      return { error: `Error reading file '${filePath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error reading file '${filePath}': ${describeFsError(error)}`);
     }
   }
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
     try {
       const file = await this.readFileChecked(filePath);
-      if ("error" in file) return { error: file.error };
+      if ("error" in file) return failure(file.code, file.error);
       const times = { created_at: file.stat.ctime.toISOString(), modified_at: file.stat.mtime.toISOString() };
       const mimeType = getMimeType(filePath);
       const text = isTextMimeType(mimeType) ? decodeUtf8Strict(file.bytes) : undefined;
       if (text !== undefined) return { data: { content: text, mimeType, ...times } };
       return { data: { content: file.bytes, mimeType: isTextMimeType(mimeType) ? OCTET_STREAM : mimeType, ...times } };
     } catch (error) {
-      if (isMissing(error)) return { error: `File '${filePath}' not found` };
-      return { error: `Error reading file '${filePath}': ${describeFsError(error)}` };
+      if (isMissing(error)) return failure("file_not_found", `File '${filePath}' not found`);
+      return fsFailure(error, `Error reading file '${filePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -213,29 +216,29 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const bytes = isTextMimeType(getMimeType(filePath))
         ? Buffer.from(content, "utf8")
         : fileDataToBytes(createWriteFileData(filePath, content));
-      if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
+      if (bytes.byteLength > this.maxFileSizeBytes) return failure("too_large", this.tooLarge(filePath, bytes.byteLength));
       await this.writeFile(target.hostPath, bytes, modeOf(target));
       return { path: filePath, filesUpdate: null };
     } catch (error) {
-      return { error: `Error writing file '${filePath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error writing file '${filePath}': ${describeFsError(error)}`);
     }
   }
 
   async edit(filePath: string, oldString: string, newString: string, replaceAll: boolean = false): Promise<EditResult> {
     try {
       const file = await this.readFileChecked(filePath);
-      if ("error" in file) return { error: file.notFound ? `Error: ${file.error}` : file.error };
+      if ("error" in file) return failure(file.code, file.notFound ? `Error: ${file.error}` : file.error);
       const text = decodeUtf8Strict(file.bytes);
-      if (text === undefined) return { error: `Error editing file '${filePath}': the file is not UTF-8 text` };
+      if (text === undefined) return failure("invalid_argument", `Error editing file '${filePath}': the file is not UTF-8 text`);
       const replaced = performStringReplacement(text, oldString, newString, replaceAll);
-      if (typeof replaced === "string") return { error: replaced };
+      if (typeof replaced === "string") return failure("invalid_argument", replaced);
       const [newContent, occurrences] = replaced;
       const bytes = Buffer.from(newContent, "utf8");
-      if (bytes.byteLength > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, bytes.byteLength) };
+      if (bytes.byteLength > this.maxFileSizeBytes) return failure("too_large", this.tooLarge(filePath, bytes.byteLength));
       await this.writeFile(file.hostPath, bytes, file.stat.mode & 0o7777);
       return { path: filePath, filesUpdate: null, occurrences };
     } catch (error) {
-      return { error: `Error editing file '${filePath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error editing file '${filePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -252,17 +255,17 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         return { path: filePath, filesUpdate: null };
       }
       if (located.hostPath === path.parse(located.hostPath).root) {
-        return { error: `Error deleting '${filePath}': refusing to delete the filesystem root` };
+        return failure("busy", `Error deleting '${filePath}': refusing to delete the filesystem root`);
       }
       const target = await this.paths.resolve(filePath, { followLeaf: false });
       const stat = fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false });
-      if (!stat) return { error: `Error: '${filePath}' not found` };
+      if (!stat) return failure("file_not_found", `Error: '${filePath}' not found`);
       if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
       else fsConstants.unlinkSync(target.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
-      return { error: `Error deleting '${filePath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error deleting '${filePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -283,9 +286,10 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     const globFilter = createGrepGlobFilter(glob, base.shownPath);
     const searched = (shown: string) => isTextMimeType(getMimeType(shown)) && (!globFilter || globFilter(shown));
     const deadline = Date.now() + this.grepTimeoutMs;
-    const timedOut = {
-      error: `Error: grep timed out after ${this.grepTimeoutMs / 1000} seconds searching '${dirPath ?? "/"}'. Narrow the path or add a glob filter.`,
-    };
+    const timedOut = failure(
+      "timed_out",
+      `Error: grep timed out after ${this.grepTimeoutMs / 1000} seconds searching '${dirPath ?? "/"}'. Narrow the path or add a glob filter.`,
+    );
 
     let matches: GrepMatch[] | undefined;
     if (isFile) {
@@ -333,14 +337,14 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     for (const [filePath, content] of files) {
       try {
         if (content.byteLength > this.maxFileSizeBytes) {
-          responses.push({ path: filePath, error: "invalid_path" });
+          responses.push(withErrorCode({ path: filePath, error: "invalid_path" as const }, "too_large"));
           continue;
         }
         const target = await this.paths.resolve(filePath, { followLeaf: true });
         await this.writeFile(target.hostPath, content, modeOf(target));
         responses.push({ path: filePath, error: null });
       } catch (error) {
-        responses.push({ path: filePath, error: toFileOperationError(error) });
+        responses.push(withErrorCode({ path: filePath, error: toFileOperationError(error) }, fsErrorCode(error)));
       }
     }
     return responses;
@@ -356,7 +360,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         const content = new Uint8Array(small ? fsConstants.readFileSync(target.hostPath) : await fs.readFile(target.hostPath));
         responses.push({ path: filePath, content, error: null });
       } catch (error) {
-        responses.push({ path: filePath, content: null, error: toFileOperationError(error) });
+        responses.push(withErrorCode({ path: filePath, content: null, error: toFileOperationError(error) }, fsErrorCode(error)));
       }
     }
     return responses;
@@ -370,15 +374,15 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const source = await this.paths.resolve(from, { followLeaf: false });
       const target = await this.paths.resolve(to, { followLeaf: false });
       if (this.virtualMode && (source.shownPath === "/" || target.shownPath === "/")) {
-        return { error: `Error renaming '${from}' to '${to}': the root directory cannot be renamed` };
+        return failure("busy", `Error renaming '${from}' to '${to}': the root directory cannot be renamed`);
       }
-      if (!fsConstants.lstatSync(source.hostPath, { throwIfNoEntry: false })) return { error: `Error: '${from}' not found` };
+      if (!fsConstants.lstatSync(source.hostPath, { throwIfNoEntry: false })) return failure("file_not_found", `Error: '${from}' not found`);
       renameCreatingParents(source.hostPath, target.hostPath);
       this.unsynced.add(source.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: to };
     } catch (error) {
-      return { error: `Error renaming '${from}' to '${to}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error renaming '${from}' to '${to}': ${describeFsError(error)}`);
     }
   }
 
@@ -414,7 +418,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       }
       return { bytesRead: filled };
     } catch (error) {
-      return { error: toFileOperationError(error) };
+      return withErrorCode({ error: toFileOperationError(error) }, fsErrorCode(error));
     }
   }
 
@@ -433,8 +437,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       }
       return {};
     } catch (error) {
-      if (isMissing(error)) return { error: `Error: '${filePath}' not found` };
-      return { error: `Error changing '${filePath}': ${describeFsError(error)}` };
+      if (isMissing(error)) return failure("file_not_found", `Error: '${filePath}' not found`);
+      return fsFailure(error, `Error changing '${filePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -447,7 +451,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       return { stat: hostFileStat(target.shownPath, target.stat ?? fsConstants.statSync(target.hostPath)) };
     } catch (error) {
       if (isMissing(error)) return {};
-      return { error: `Error reading '${filePath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error reading '${filePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -459,7 +463,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       this.unsynced.add(target.hostPath);
       return {};
     } catch (error) {
-      return { error: `Error creating directory '${dirPath}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error creating directory '${dirPath}': ${describeFsError(error)}`);
     }
   }
 
@@ -477,7 +481,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       }
       return {};
     } catch (error) {
-      return { error: `Error syncing '${filePath ?? "/"}': ${describeFsError(error)}` };
+      return fsFailure(error, `Error syncing '${filePath ?? "/"}': ${describeFsError(error)}`);
     }
   }
 
@@ -541,11 +545,11 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   /** Reads a regular file under the size cap; errors for the caller's not-found and size cases. */
   private async readFileChecked(
     filePath: string,
-  ): Promise<{ error: string; notFound: boolean } | { bytes: Uint8Array; stat: fsConstants.Stats; hostPath: string }> {
+  ): Promise<{ error: string; code: ErrorCode; notFound: boolean } | { bytes: Uint8Array; stat: fsConstants.Stats; hostPath: string }> {
     const target = await this.paths.resolve(filePath, { followLeaf: true });
     const stat = await fs.stat(target.hostPath);
-    if (!stat.isFile()) return { error: `File '${filePath}' not found`, notFound: true };
-    if (stat.size > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, stat.size), notFound: false };
+    if (!stat.isFile()) return { error: `File '${filePath}' not found`, code: stat.isDirectory() ? "is_directory" : "file_not_found", notFound: true };
+    if (stat.size > this.maxFileSizeBytes) return { error: this.tooLarge(filePath, stat.size), code: "too_large", notFound: false };
     // The leaf is resolved already; O_NOFOLLOW keeps a link swapped in meanwhile from being followed.
     const handle = await fs.open(target.hostPath, fsConstants.constants.O_RDONLY | fsConstants.constants.O_NOFOLLOW);
     try {

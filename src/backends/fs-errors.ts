@@ -3,11 +3,28 @@
  * Backends that show virtual paths must not leak it, so messages are reduced to the errno
  * description, and errno codes map onto the protocol's FileOperationError.
  */
-import type { FileOperationError } from "../protocol/index.js";
+import { failure, systemErrorCode, type ErrorCode, type FileOperationError } from "../protocol/index.js";
 
 /** A failure the backend detected itself; its message is already fit to show. */
 export class BackendPathError extends Error {
   override readonly name = "BackendPathError";
+  constructor(
+    message: string,
+    readonly reason: ErrorCode = "invalid_path",
+  ) {
+    super(message);
+  }
+}
+
+/** The code of a failed fs call or path check (an unknown failure is io_error). */
+export function fsErrorCode(error: unknown): ErrorCode {
+  if (error instanceof BackendPathError) return error.reason;
+  return systemErrorCode(error) ?? "io_error";
+}
+
+/** A failed fs call as an error value: `message`, with the code of the failure. */
+export function fsFailure(error: unknown, message: string): { error: string } {
+  return failure(fsErrorCode(error), message);
 }
 
 export const NO_SUCH_FILE = "no such file or directory";

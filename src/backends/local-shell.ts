@@ -13,6 +13,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import {
+  errorCodeOf,
+  failure,
   SandboxError,
   type EditResult,
   type ExecuteResponse,
@@ -22,7 +24,6 @@ import {
   type SandboxBackendProtocolV2,
 } from "../protocol/index.js";
 import { FilesystemBackend } from "./filesystem.js";
-import { NO_SUCH_FILE } from "./fs-errors.js";
 
 export interface LocalShellBackendOptions {
   /** Working directory of file operations and commands. Default: `process.cwd()`. */
@@ -104,7 +105,7 @@ export class LocalShellBackend extends FilesystemBackend implements SandboxBacke
 
   override async read(filePath: string, offset: number = 0, limit: number = 500): Promise<ReadResult> {
     const result = await super.read(filePath, offset, limit);
-    if (result.error?.endsWith(`: ${NO_SUCH_FILE}`)) return { error: `File '${filePath}' not found` };
+    if (errorCodeOf(result) === "file_not_found") return failure("file_not_found", `File '${filePath}' not found`);
     return result;
   }
 
@@ -115,7 +116,7 @@ export class LocalShellBackend extends FilesystemBackend implements SandboxBacke
     replaceAll: boolean = false,
   ): Promise<EditResult> {
     const result = await super.edit(filePath, oldString, newString, replaceAll);
-    if (result.error?.endsWith(`: ${NO_SUCH_FILE}`)) return { ...result, error: `Error: File '${filePath}' not found` };
+    if (errorCodeOf(result) === "file_not_found") return failure("file_not_found", `Error: File '${filePath}' not found`);
     return result;
   }
 

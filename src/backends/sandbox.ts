@@ -15,6 +15,7 @@
  * - `readRaw` of a text-named file that is not UTF-8 gives bytes (application/octet-stream).
  */
 import {
+  failure,
   EMPTY_CONTENT_WARNING,
   applyGrepMaxCount,
   createGlobMatcher,
@@ -71,13 +72,13 @@ export abstract class BaseSandbox implements SandboxBackendProtocolV2 {
     const mimeType = getMimeType(filePath);
     if (!isTextMimeType(mimeType)) {
       const [download] = await this.downloadFiles([filePath]);
-      if (!download?.content || download.error) return { error: `File '${filePath}' not found` };
+      if (!download?.content || download.error) return failure(download?.error ?? "file_not_found", `File '${filePath}' not found`);
       return { content: download.content, mimeType };
     }
     const page = normalizeReadPagination(offset, limit);
     if (page.limit === 0) return { content: "", mimeType };
     const result = await this.execute(readCommand(filePath, page.offset, page.limit));
-    if (result.exitCode !== 0) return { error: `File '${filePath}' not found` };
+    if (result.exitCode !== 0) return failure("file_not_found", `File '${filePath}' not found`);
     const parsed = parseReadOutput(result.output);
     // A cut or unexpected output cannot be paginated; it is handed back as it came.
     if (parsed === undefined || result.truncated) return { content: result.output, mimeType };
@@ -95,7 +96,7 @@ export abstract class BaseSandbox implements SandboxBackendProtocolV2 {
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
     const [download] = await this.downloadFiles([filePath]);
-    if (!download?.content || download.error) return { error: `File '${filePath}' not found` };
+    if (!download?.content || download.error) return failure(download?.error ?? "file_not_found", `File '${filePath}' not found`);
     const now = new Date().toISOString();
     const mimeType = getMimeType(filePath);
     const text = isTextMimeType(mimeType) ? decodeUtf8Strict(download.content) : undefined;
@@ -141,21 +142,21 @@ export abstract class BaseSandbox implements SandboxBackendProtocolV2 {
       ? new TextEncoder().encode(content)
       : fileDataToBytes(createWriteFileData(filePath, content));
     const [upload] = await this.uploadFiles([[filePath, bytes]]);
-    if (!upload || upload.error) return { error: `Failed to write to ${filePath}: ${upload?.error ?? "no response"}` };
+    if (!upload || upload.error) return failure(upload?.error ?? "io_error", `Failed to write to ${filePath}: ${upload?.error ?? "no response"}`);
     return { path: filePath, filesUpdate: null };
   }
 
   async edit(filePath: string, oldString: string, newString: string, replaceAll: boolean = false): Promise<EditResult> {
     const [download] = await this.downloadFiles([filePath]);
-    if (!download?.content || download.error) return { error: `Error: File '${filePath}' not found` };
+    if (!download?.content || download.error) return failure(download?.error ?? "file_not_found", `Error: File '${filePath}' not found`);
     const text = decodeUtf8Strict(download.content);
-    if (text === undefined) return { error: `Error editing file '${filePath}': the file is not UTF-8 text` };
+    if (text === undefined) return failure("invalid_argument", `Error editing file '${filePath}': the file is not UTF-8 text`);
     const replaced = performStringReplacement(text, oldString, newString, replaceAll);
-    if (typeof replaced === "string") return { error: replaced };
+    if (typeof replaced === "string") return failure("invalid_argument", replaced);
     const [newContent, occurrences] = replaced;
     const [upload] = await this.uploadFiles([[filePath, new TextEncoder().encode(newContent)]]);
     if (!upload || upload.error) {
-      return { error: `Failed to write edited file '${filePath}': ${upload?.error ?? "no response"}` };
+      return failure(upload?.error ?? "io_error", `Failed to write edited file '${filePath}': ${upload?.error ?? "no response"}`);
     }
     return { path: filePath, filesUpdate: null, occurrences };
   }
@@ -164,10 +165,10 @@ export abstract class BaseSandbox implements SandboxBackendProtocolV2 {
   async delete(filePath: string): Promise<DeleteResult> {
     const quoted = shellQuote(filePath);
     const probe = await this.execute(`test -e ${quoted} || test -L ${quoted}`);
-    if (probe.exitCode !== null && probe.exitCode !== 0) return { error: `Error: '${filePath}' not found` };
+    if (probe.exitCode !== null && probe.exitCode !== 0) return failure("file_not_found", `Error: '${filePath}' not found`);
     const removal = await this.execute(`rm -rf -- ${quoted}`);
     if (removal.exitCode === 0) return { path: filePath, filesUpdate: null };
-    return { error: `Error deleting file '${filePath}': ${removal.output.trim() || "unknown error"}` };
+    return failure("io_error", `Error deleting file '${filePath}': ${removal.output.trim() || "unknown error"}`);
   }
 }
 

@@ -9,6 +9,7 @@
  */
 import { currentGraphConfig } from "./graph-context.js";
 import {
+  failure,
   downloadFromFiles,
   globFiles,
   grepFiles,
@@ -93,7 +94,7 @@ export class StateBackend implements BackendProtocolV2, Renamable, Stattable {
   private state(): { files: FilesMap; error?: undefined } | { error: string } {
     if (this.runtime) return { files: (this.runtime.state as { files?: FilesMap } | null)?.files ?? {} };
     const channel = pregelChannel();
-    if (!channel) return { error: STATE_BACKEND_OUTSIDE_GRAPH_ERROR };
+    if (!channel) return failure("unavailable", STATE_BACKEND_OUTSIDE_GRAPH_ERROR);
     return { files: channel.read("files", true) ?? {} };
   }
 
@@ -109,7 +110,7 @@ export class StateBackend implements BackendProtocolV2, Renamable, Stattable {
     // Planner results are fresh objects: adding the field beats copying the result.
     if (this.runtime) return Object.assign(result, { filesUpdate: update });
     const channel = pregelChannel();
-    if (!channel) return { error: STATE_BACKEND_OUTSIDE_GRAPH_ERROR } as R;
+    if (!channel) return failure("unavailable", STATE_BACKEND_OUTSIDE_GRAPH_ERROR) as R;
     channel.send([["files", update]]);
     return result;
   }

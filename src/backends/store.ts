@@ -11,6 +11,9 @@
 import { currentGraphConfig, currentGraphStore, currentTaskInput } from "./graph-context.js";
 import type { BaseStore, Item, Operation } from "@langchain/langgraph-checkpoint";
 import {
+  failure,
+  failureLike,
+  failureOf,
   downloadFromFiles,
   fileDataVersion,
   fileStatOf,
@@ -297,18 +300,18 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     try {
       return listFiles(await this.loadFiles(store, namespace), path);
     } catch (error) {
-      return { error: messageOf(error) };
+      return failureOf(error, messageOf(error));
     }
   }
 
   async readRaw(filePath: string): Promise<ReadRawResult> {
     const found = await this.readEntry(filePath);
-    return found.error !== undefined ? { error: found.error } : { data: found.data };
+    return found.error !== undefined ? failureLike(found) : { data: found.data };
   }
 
   async read(filePath: string, offset = 0, limit: number = DEFAULT_READ_LIMIT): Promise<ReadResult> {
     const found = await this.readEntry(filePath);
-    if (found.error !== undefined) return { error: found.error };
+    if (found.error !== undefined) return failureLike(found);
     return readFileData(found.data, found.key, filePath, offset, limit);
   }
 
@@ -317,14 +320,14 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     const store = this.getStore();
     const namespace = this.getNamespace();
     const check = checkVirtualPath(filePath);
-    if (check.error !== undefined) return { error: check.error };
+    if (check.error !== undefined) return check;
     try {
       const item = await store.get(namespace, check.path);
-      if (!item) return { error: `File '${filePath}' not found` };
+      if (!item) return failure("file_not_found", `File '${filePath}' not found`);
       const data = fileDataOf(item);
-      return data ? { key: check.path, data } : { error: invalidItemError(item) };
+      return data ? { key: check.path, data } : failure("io_error", invalidItemError(item));
     } catch (error) {
-      return { error: messageOf(error) };
+      return failureOf(error, messageOf(error));
     }
   }
 
@@ -334,7 +337,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     try {
       return grepFiles(await this.loadFiles(store, namespace), pattern, path, glob, maxCount);
     } catch (error) {
-      return { error: messageOf(error) };
+      return failureOf(error, messageOf(error));
     }
   }
 
@@ -344,7 +347,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     try {
       return globFiles(await this.loadFiles(store, namespace), pattern, path);
     } catch (error) {
-      return { error: messageOf(error) };
+      return failureOf(error, messageOf(error));
     }
   }
 
@@ -363,7 +366,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       if (entry) await this.putOne(store, namespace, entry.key, entry.data);
       return result.error !== undefined ? result : { path: result.path, filesUpdate: null };
     } catch (error) {
-      return { error: `Error writing file '${filePath}': ${messageOf(error)}` };
+      return failureOf(error, `Error writing file '${filePath}': ${messageOf(error)}`);
     }
   }
 
@@ -376,7 +379,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       if (entry) await this.putOne(store, namespace, entry.key, entry.data);
       return result.error !== undefined ? result : { path: result.path, filesUpdate: null, occurrences: result.occurrences };
     } catch (error) {
-      return { error: `Error: ${messageOf(error)}` };
+      return failureOf(error, `Error: ${messageOf(error)}`);
     }
   }
 
@@ -389,7 +392,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       if (update) await this.applyUpdate(store, namespace, update);
       return result.error !== undefined ? result : { ...result, filesUpdate: null };
     } catch (error) {
-      return { error: `Error deleting '${filePath}': ${messageOf(error)}` };
+      return failureOf(error, `Error deleting '${filePath}': ${messageOf(error)}`);
     }
   }
 
@@ -402,7 +405,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       if (update) await this.applyUpdate(store, namespace, update);
       return result;
     } catch (error) {
-      return { error: `Error renaming '${from}' to '${to}': ${messageOf(error)}` };
+      return failureOf(error, `Error renaming '${from}' to '${to}': ${messageOf(error)}`);
     }
   }
 
@@ -411,7 +414,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     const store = this.getStore();
     const namespace = this.getNamespace();
     const check = checkVirtualPath(path);
-    if (check.error !== undefined) return { error: check.error };
+    if (check.error !== undefined) return check;
     const key = check.path;
     if (key === "/") return { stat: { path: key, is_dir: true, size: 0 } };
     try {
@@ -423,7 +426,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
         ? { stat: { path: key, is_dir: true, size: 0 } }
         : {};
     } catch (error) {
-      return { error: messageOf(error) };
+      return failureOf(error, messageOf(error));
     }
   }
 

@@ -10,6 +10,7 @@
  * Every path argument goes through `checkVirtualPath`; keys are normalized paths. Error
  * messages quote the path as the caller passed it, as deepagents does.
  */
+import { failure } from "./error-code.js";
 import type {
   DeleteResult,
   EditResult,
@@ -143,7 +144,7 @@ const collator = new Intl.Collator();
 
 export function listFiles(files: FilesMap, path: string): LsResult {
   const check = checkDirectoryPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const prefix = asDirectoryPrefix(check.path);
   const entries: FileInfo[] = [];
   const subdirs = new Set<string>();
@@ -175,9 +176,9 @@ export function readFile(
   limit: number = DEFAULT_READ_LIMIT,
 ): ReadResult {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const data = entryAt(files, check.path);
-  if (data === undefined) return { error: `File '${path}' not found` };
+  if (data === undefined) return failure("file_not_found", `File '${path}' not found`);
   return readFileData(data, check.path, path, offset, limit);
 }
 
@@ -192,15 +193,15 @@ export function readFileData(
   const mimeType = mimeTypeOf(data, key);
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
   if (!isTextMimeType(mimeType)) return { content, mimeType };
-  if (typeof content !== "string") return { error: `File '${path}' has binary content but text MIME type` };
+  if (typeof content !== "string") return failure("invalid_argument", `File '${path}' has binary content but text MIME type`);
   return paginateText(content, mimeType, offset, limit);
 }
 
 export function readRawFile(files: FilesMap, path: string): ReadRawResult {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const data = entryAt(files, check.path);
-  return data === undefined ? { error: `File '${path}' not found` } : { data };
+  return data === undefined ? failure("file_not_found", `File '${path}' not found`) : { data };
 }
 
 /** The searchable text of an entry, or undefined for binary entries (skipped by grep). */
@@ -223,7 +224,7 @@ export function grepFiles(
   maxCount?: number | null,
 ): GrepResult {
   const check = checkDirectoryPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const filter = createGrepGlobFilter(glob, check.path);
   const matches: GrepMatch[] = [];
   const search = (key: string): void => {
@@ -248,7 +249,7 @@ export function grepFiles(
 /** Files matching `pattern` (the project's one glob semantics), newest first. */
 export function globFiles(files: FilesMap, pattern: string, path?: string | null): GlobResult {
   const check = checkDirectoryPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const matches = createGlobMatcher(pattern, check.path);
   const found: FileInfo[] = [];
   for (const key of Object.keys(files)) {
@@ -292,7 +293,7 @@ export function fileStatOf(path: string, data: FileData, version = fileDataVersi
 /** One entry: a file, an implicit directory (some key below it), `/`, or `{}` when missing. */
 export function statFile(files: FilesMap, path: string): StatResult {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { error: check.error };
+  if (check.error !== undefined) return check;
   const key = check.path;
   if (key !== "/" && has(files, key)) return { stat: fileStatOf(key, files[key]!) };
   if (isDirectory(files, key)) return { stat: { path: key, is_dir: true, size: 0 } };
@@ -340,8 +341,8 @@ export function planWriteEntry(
   fileFormat: FileFormat = "v2",
 ): PlannedEntry<WriteResult> {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { result: { error: check.error } };
-  if (check.path === "/") return { result: { error: IS_ROOT_ERROR } };
+  if (check.error !== undefined) return { result: check };
+  if (check.path === "/") return { result: failure("is_directory", IS_ROOT_ERROR) };
   const key = check.path;
   return { result: { path: key }, entry: { key, data: createWriteFileData(key, content, fileFormat, entryAt(files, key)) } };
 }
@@ -364,15 +365,15 @@ export function planEditEntry(
   replaceAll = false,
 ): PlannedEntry<EditResult> {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { result: { error: check.error } };
+  if (check.error !== undefined) return { result: check };
   const key = check.path;
   const data = key === "/" ? undefined : entryAt(files, key);
-  if (data === undefined) return { result: { error: `Error: File '${path}' not found` } };
+  if (data === undefined) return { result: failure("file_not_found", `Error: File '${path}' not found`) };
   // deepagents' StateBackend throws here; StoreBackend returns this message.
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
-  if (typeof content !== "string") return { result: { error: "Error: Cannot convert binary FileData to string" } };
+  if (typeof content !== "string") return { result: failure("invalid_argument", "Error: Cannot convert binary FileData to string") };
   const replaced = performStringReplacement(content, oldString, newString, replaceAll);
-  if (typeof replaced === "string") return { result: { error: replaced } };
+  if (typeof replaced === "string") return { result: failure("invalid_argument", replaced) };
   const [newContent, occurrences] = replaced;
   return { result: { path: key, occurrences }, entry: { key, data: updateFileData(data, newContent) } };
 }
@@ -387,9 +388,9 @@ function keysWithin(files: FilesMap, dir: string): string[] {
 /** Recursive delete: the exact key and every key below it (`/` = everything). */
 export function planDelete(files: FilesMap, path: string): Planned<DeleteResult> {
   const check = checkVirtualPath(path);
-  if (check.error !== undefined) return { result: { error: check.error } };
+  if (check.error !== undefined) return { result: check };
   const keys = keysWithin(files, check.path);
-  if (keys.length === 0) return { result: { error: `Error: File '${path}' not found` } };
+  if (keys.length === 0) return { result: failure("file_not_found", `Error: File '${path}' not found`) };
   const update: Record<string, null> = {};
   for (const key of keys) update[key] = null;
   return { result: { path: check.path }, update };
@@ -428,29 +429,29 @@ export function planUpload(
  */
 export function planRename(files: FilesMap, from: string, to: string): Planned<RenameResult> {
   const source = checkVirtualPath(from);
-  if (source.error !== undefined) return { result: { error: source.error } };
+  if (source.error !== undefined) return { result: source };
   const target = checkVirtualPath(to);
-  if (target.error !== undefined) return { result: { error: target.error } };
+  if (target.error !== undefined) return { result: target };
   const src = source.path;
   const dst = target.path;
-  if (src === "/" || dst === "/") return { result: { error: `Error: Cannot rename '/'` } };
+  if (src === "/" || dst === "/") return { result: failure("busy", `Error: Cannot rename '/'`) };
   if (src === dst) {
     return keysWithin(files, src).length > 0
       ? { result: { path: dst } }
-      : { result: { error: `Error: File '${from}' not found` } };
+      : { result: failure("file_not_found", `Error: File '${from}' not found`) };
   }
   const update: FilesUpdate = {};
   if (has(files, src)) {
-    if (isDirectory(files, dst)) return { result: { error: `Error: '${to}' is a directory` } };
+    if (isDirectory(files, dst)) return { result: failure("is_directory", `Error: '${to}' is a directory`) };
     update[src] = null;
     update[dst] = files[src]!;
     return { result: { path: dst }, update };
   }
   const moved = keysWithin(files, src);
-  if (moved.length === 0) return { result: { error: `Error: File '${from}' not found` } };
-  if (isPathWithin(dst, src)) return { result: { error: `Error: Cannot move '${from}' into itself` } };
-  if (has(files, dst)) return { result: { error: `Error: '${to}' is not a directory` } };
-  if (isDirectory(files, dst)) return { result: { error: `Error: Directory not empty: '${to}'` } };
+  if (moved.length === 0) return { result: failure("file_not_found", `Error: File '${from}' not found`) };
+  if (isPathWithin(dst, src)) return { result: failure("invalid_argument", `Error: Cannot move '${from}' into itself`) };
+  if (has(files, dst)) return { result: failure("not_a_directory", `Error: '${to}' is not a directory`) };
+  if (isDirectory(files, dst)) return { result: failure("not_empty", `Error: Directory not empty: '${to}'`) };
   for (const key of moved) update[key] = null;
   for (const key of moved) update[dst + key.slice(src.length)] = files[key]!;
   return { result: { path: dst }, update };

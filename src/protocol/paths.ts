@@ -3,11 +3,28 @@
  * gets the same clear error everywhere and never reaches storage.
  */
 
-/** Linux PATH_MAX and NAME_MAX, in UTF-8 bytes. */
-export const MAX_PATH_BYTES = 4096;
+import { failure, type ErrorCode } from "./error-code.js";
+
+/**
+ * Linux NAME_MAX, in UTF-8 bytes: the longest name of one entry, as every Linux filesystem
+ * allows.
+ */
 export const MAX_NAME_BYTES = 255;
 
+/**
+ * The longest virtual path, in UTF-8 bytes. Not PATH_MAX: the kernel bounds the path one
+ * system call names (relative to its working directory), not how deep a tree goes, so a
+ * mount must take paths longer than 4096 bytes below a deep directory. This only stops
+ * absurd input; a disk route meets its host's PATH_MAX first (ENAMETOOLONG).
+ */
+export const MAX_PATH_BYTES = 64 * 1024;
+
+/** A valid path, or an error value carrying its code (see error-code.ts). */
 export type PathCheck = { path: string; error?: undefined } | { path?: undefined; error: string };
+
+function invalid(code: ErrorCode, error: string): PathCheck {
+  return failure(code, error);
+}
 
 /**
  * Normalizes a virtual path: a leading `/` is added (so `notes.md` and `/notes.md` are one
@@ -18,24 +35,25 @@ export type PathCheck = { path: string; error?: undefined } | { path?: undefined
  */
 export function checkVirtualPath(raw: unknown): PathCheck {
   if (typeof raw === "string" && isNormalPath(raw)) return { path: raw };
-  if (typeof raw !== "string" || raw.trim() === "") return { error: "Path cannot be empty" };
-  if (raw.includes("\0")) return { error: `Path contains a NUL byte: ${JSON.stringify(raw)}` };
+  if (typeof raw !== "string" || raw.trim() === "") return invalid("invalid_path", "Path cannot be empty");
+  if (raw.includes("\0")) return invalid("invalid_path", `Path contains a NUL byte: ${JSON.stringify(raw)}`);
   if (/^[a-zA-Z]:/.test(raw) || raw.includes("\\")) {
-    return {
-      error: `Windows absolute paths are not supported: ${raw}. Please use virtual paths starting with / (e.g., /workspace/file.txt)`,
-    };
+    return invalid(
+      "invalid_path",
+      `Windows absolute paths are not supported: ${raw}. Please use virtual paths starting with / (e.g., /workspace/file.txt)`,
+    );
   }
   const segments: string[] = [];
   for (const segment of raw.split("/")) {
     if (segment === "" || segment === ".") continue;
     if (segment === ".." || (segment.startsWith("~") && segments.length === 0)) {
-      return { error: `Path traversal not allowed: ${raw}` };
+      return invalid("invalid_path", `Path traversal not allowed: ${raw}`);
     }
-    if (Buffer.byteLength(segment, "utf8") > MAX_NAME_BYTES) return { error: `File name too long: ${raw}` };
+    if (Buffer.byteLength(segment, "utf8") > MAX_NAME_BYTES) return invalid("name_too_long", `File name too long: ${raw}`);
     segments.push(segment);
   }
   const path = "/" + segments.join("/");
-  if (Buffer.byteLength(path, "utf8") > MAX_PATH_BYTES) return { error: `Path too long: ${raw}` };
+  if (Buffer.byteLength(path, "utf8") > MAX_PATH_BYTES) return invalid("name_too_long", `Path too long: ${raw}`);
   return { path };
 }
 

@@ -23,6 +23,8 @@
 import { randomUUID } from "node:crypto";
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import {
+  failure,
+  withErrorCode,
   downloadFromFiles,
   globFiles,
   grepFiles,
@@ -260,7 +262,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   write(filePath: string, content: string): Promise<WriteResult> {
     const size = Buffer.byteLength(content, "utf8");
-    if (size > this.maxFileSizeBytes) return Promise.resolve({ error: this.tooLarge(filePath, size) });
+    if (size > this.maxFileSizeBytes) return Promise.resolve(failure("too_large", this.tooLarge(filePath, size)));
     return this.mutate((files) => planWrite(files, filePath, content, this.fileFormat));
   }
 
@@ -290,7 +292,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       // Answered as FilesystemBackend answers it (the protocol has no code of its own for it).
       const planned = await this.uploadFiles(files.filter((_, i) => !tooLarge[i]));
       let next = 0;
-      return files.map(([path], i) => (tooLarge[i] ? { path, error: "invalid_path" } : planned[next++]!));
+      return files.map(([path], i) => (tooLarge[i] ? withErrorCode({ path, error: "invalid_path" as const }, "too_large") : planned[next++]!));
     }
     const responses = await this.mutate((current) => planUpload(current, files, this.fileFormat));
     return this.commitBeforeResolving(responses, (r) => r.some((one) => one.error === null));
@@ -326,7 +328,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       // A commit failure is reported while it lasts (the data is still pending); others once.
       const error = [this.lastError, this.commitFailure].filter((e) => e !== undefined).join("; ");
       this.lastError = undefined;
-      return error === "" ? {} : { error };
+      return error === "" ? {} : failure("io_error", error);
     });
   }
 
@@ -454,7 +456,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** With batchWindowMs 0 a failed commit fails the call itself. */
   private failed<R>(result: R, error: string): R {
     if (Array.isArray(result)) return result.map((r: FileUploadResponse) => ({ path: r.path, error: r.error ?? "invalid_path" })) as R;
-    return { ...(result as object), error } as R;
+    return withErrorCode({ ...(result as object), error }, "io_error") as R;
   }
 
   private schedule(): void {

@@ -1,8 +1,10 @@
 /**
- * The one errno table of the mount: every backend error, whatever its shape (an error
- * string, a FileOperationError, a thrown exception, a timeout), becomes one of these.
+ * The one errno table of the mount: every backend failure, whatever its shape (an error
+ * value with its code, a FileOperationError, a thrown exception, a timeout), becomes one of
+ * these. Codes decide (src/protocol/error-code.ts); a backend that attaches none has its
+ * words read with the paths of the operation taken out, never the text a user chose.
  */
-import type { FileOperationError } from "../protocol/index.js";
+import { reasonOf, systemErrorCode, type ErrorCode } from "../protocol/index.js";
 
 /** Linux errno values (positive); the transport negates them for the kernel. */
 export const Errno = {
@@ -33,6 +35,31 @@ export const Errno = {
 
 export type ErrnoName = keyof typeof Errno;
 
+/** What each failure code means to a process. */
+const ERRNO_OF_CODE: Record<ErrorCode, ErrnoName> = {
+  file_not_found: "ENOENT",
+  permission_denied: "EACCES",
+  is_directory: "EISDIR",
+  invalid_path: "EINVAL",
+  not_a_directory: "ENOTDIR",
+  already_exists: "EEXIST",
+  not_empty: "ENOTEMPTY",
+  name_too_long: "ENAMETOOLONG",
+  invalid_argument: "EINVAL",
+  read_only: "EROFS",
+  cross_device: "EXDEV",
+  too_large: "EFBIG",
+  no_space: "ENOSPC",
+  busy: "EBUSY",
+  rate_limited: "EAGAIN",
+  // A Hub merge conflict (our version kept as a conflict copy): distinct from "unavailable".
+  conflict: "EBUSY",
+  unavailable: "EIO",
+  unsupported: "ENOTSUP",
+  timed_out: "ETIMEDOUT",
+  io_error: "EIO",
+};
+
 /**
  * Answers the kernel gets all the time (a lookup of a name about to be created, the
  * `security.capability` probe before every write): not faults, so no stack is captured for
@@ -55,53 +82,25 @@ export class FsError extends Error {
   }
 }
 
-const FILE_OPERATION_ERRORS: Record<FileOperationError, ErrnoName> = {
-  file_not_found: "ENOENT",
-  permission_denied: "EACCES",
-  is_directory: "EISDIR",
-  invalid_path: "EINVAL",
-};
+export function errnoNameOfCode(code: ErrorCode): ErrnoName {
+  return ERRNO_OF_CODE[code];
+}
 
 /**
- * Backend error strings, most specific first. Backends word errors freely (deepagents'
- * own strings, Node's `ENOENT: no such file...`, Hub HTTP errors), so we match meaning.
+ * A backend's failed result (or a per-file error code) as an FsError. `paths` are the paths
+ * the operation named: the message is `operation path...: error`.
  */
-const MESSAGE_RULES: Array<[RegExp, ErrnoName]> = [
-  // A Hub merge conflict (our version kept as a conflict copy): distinct from "unavailable".
-  [/\bConflict: /, "EBUSY"],
-  [/\bEACCES\b|\bEPERM\b|permission denied|not permitted|forbidden|\b403\b|unauthori[sz]ed|\b401\b/i, "EACCES"],
-  // The Hub could not be reached or failed (5xx, transport): whatever words its body uses.
-  [/\bHub unavailable: /, "EIO"],
-  [/\bENAMETOOLONG\b|name too long|path too long/i, "ENAMETOOLONG"],
-  [/\bENOTEMPTY\b|not empty/i, "ENOTEMPTY"],
-  [/\bENOTDIR\b|not a directory/i, "ENOTDIR"],
-  [/\bEISDIR\b|is a directory|is_directory/i, "EISDIR"],
-  [/\bEEXIST\b|already exists/i, "EEXIST"],
-  [/\bEXDEV\b|cross-device|across routes|different routes|cross-route/i, "EXDEV"],
-  [/\bEFBIG\b|too large|exceeds (the )?(maximum|max)|file size limit/i, "EFBIG"],
-  [/\bENOSPC\b|no space|quota/i, "ENOSPC"],
-  [/\bEROFS\b|read-only/i, "EROFS"],
-  [/\bENOENT\b|not found|no such file|does not exist|file_not_found/i, "ENOENT"],
-  [/traversal|invalid|windows absolute|must not contain|must be absolute|NUL byte|ELOOP|symlink/i, "EINVAL"],
-  [/not supported|not available|unsupported|not implemented/i, "ENOTSUP"],
-];
-
-export function errnoNameForMessage(message: string): ErrnoName {
-  for (const [pattern, name] of MESSAGE_RULES) if (pattern.test(message)) return name;
-  return "EIO";
+export function backendError(result: { error?: string | null } | string, operation: string, ...paths: string[]): FsError {
+  const text = typeof result === "string" ? result : (result.error ?? "");
+  return new FsError(ERRNO_OF_CODE[reasonOf(result, paths)], `${[operation, ...paths].join(" ")}: ${text}`);
 }
 
-/** A backend's error value (string or FileOperationError) as an FsError. */
-export function backendError(error: string, context: string): FsError {
-  const name = error in FILE_OPERATION_ERRORS ? FILE_OPERATION_ERRORS[error as FileOperationError] : errnoNameForMessage(error);
-  return new FsError(name, `${context}: ${error}`);
-}
-
-/** Whatever a failed call threw, as an FsError (unknown failures are EIO). */
+/** Whatever a failed call threw, as an FsError: its errno where it names one, else EIO. */
 export function toFsError(err: unknown, context: string): FsError {
   if (err instanceof FsError) return err;
   const message = err instanceof Error ? err.message : String(err);
-  return new FsError(errnoNameForMessage(message), `${context}: ${message}`);
+  const code = systemErrorCode(err);
+  return new FsError(code ? ERRNO_OF_CODE[code] : "EIO", `${context}: ${message}`);
 }
 
 /** The positive errno of any thrown value, for transports. */

@@ -25,6 +25,7 @@ import {
   checkVirtualPath,
   fileDataToBytes,
   isPathWithin,
+  MAX_NAME_BYTES,
   parentOf,
   type AnyBackendProtocol,
   type BackendProtocolV2,
@@ -170,6 +171,7 @@ export class Vfs {
   // ---- attributes and directories ----
 
   async getattr(path: string): Promise<VfsStat> {
+    checkName(path);
     try {
       return this.toStat(path, await this.attr(path));
     } catch (err) {
@@ -179,6 +181,7 @@ export class Vfs {
   }
 
   async access(path: string, _mode: number): Promise<void> {
+    checkName(path);
     await this.attr(path);
   }
 
@@ -220,6 +223,7 @@ export class Vfs {
   }
 
   async create(path: string, mode: number): Promise<number> {
+    checkName(path);
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
@@ -294,7 +298,7 @@ export class Vfs {
     const result = await this.call("sync", () => backend.sync(path));
     if (!result.error) return;
     this.invalidate([path, parentOf(path)]);
-    throw backendError(result.error, `fsync ${path}`);
+    throw backendError(result, "fsync", path);
   }
 
   async release(fh: number): Promise<void> {
@@ -349,6 +353,7 @@ export class Vfs {
   }
 
   async mkdir(path: string, mode: number): Promise<void> {
+    checkName(path);
     this.check("write", path);
     if (await this.exists(path)) throw new FsError("EEXIST", path);
     const parent = await this.attr(parentOf(path));
@@ -356,7 +361,7 @@ export class Vfs {
     const backend = this.backend;
     if (canMkdir(backend)) {
       const result = await this.call("mkdir", () => backend.mkdir(path));
-      if (result.error && backendError(result.error, "mkdir").code !== "ENOTSUP") throw backendError(result.error, `mkdir ${path}`);
+      if (result.error && backendError(result, "mkdir", path).code !== "ENOTSUP") throw backendError(result, "mkdir", path);
       if (result.error) this.implicitDirs.add(path);
     } else {
       this.implicitDirs.add(path);
@@ -385,6 +390,7 @@ export class Vfs {
   }
 
   async rename(from: string, to: string): Promise<void> {
+    checkName(to);
     this.check("write", from);
     this.check("write", to);
     if (from === to) return;
@@ -538,7 +544,7 @@ export class Vfs {
     const backend = this.backend;
     if (!canXattrs(backend) || this.files.get(path)?.local) return {};
     const result = await this.call("xattrs", () => backend.xattrs(path));
-    if (result.error) throw backendError(result.error, `xattrs ${path}`);
+    if (result.error) throw backendError(result, "xattrs", path);
     return result.xattrs ?? {};
   }
 
@@ -562,7 +568,7 @@ export class Vfs {
     }
     if (canStat(this.backend)) {
       const result = await this.statInBackend(path);
-      if (result.error) throw backendError(result.error, `stat ${path}`);
+      if (result.error) throw backendError(result, "stat", path);
       const stat = result.stat;
       if (!stat) {
         if (this.implicitDirs.has(path)) return this.dirAttr();
@@ -632,7 +638,7 @@ export class Vfs {
     if (!canSetMetadata(backend)) return false;
     const result = await this.call("setMetadata", () => backend.setMetadata(path, metadata));
     if (result.unsupported) return false;
-    if (result.error) throw backendError(result.error, `setMetadata ${path}`);
+    if (result.error) throw backendError(result, "setMetadata", path);
     // Times changed the backend's version of the file (a disk's mtime): ask again.
     if (metadata.mtimeMs !== undefined) this.attrs.delete(path);
     return true;
@@ -713,7 +719,7 @@ export class Vfs {
     const withStats = await this.listingWithStats(dir);
     if (withStats) return withStats;
     const result = await this.call("ls", () => this.backend.ls(dir));
-    if (result.error) throw backendError(result.error, `ls ${dir}`);
+    if (result.error) throw backendError(result, "ls", dir);
     const listing: Listing = new Map();
     for (const info of result.files ?? []) {
       const isDir = Boolean(info.is_dir) || info.path.endsWith("/");
@@ -736,7 +742,7 @@ export class Vfs {
     if (!canLsStat(backend)) return undefined;
     const result = await this.call("lsStat", () => backend.lsStat(dir));
     if (result.unsupported) return undefined;
-    if (result.error) throw backendError(result.error, `ls ${dir}`);
+    if (result.error) throw backendError(result, "ls", dir);
     const listing: Listing = new Map();
     for (const stat of result.files ?? []) {
       const name = basenameOf(stat.path);
@@ -887,11 +893,11 @@ export class Vfs {
     if (backend.downloadFiles) {
       const [response] = await this.call("downloadFiles", () => backend.downloadFiles!([path]));
       if (!response) throw new FsError("EIO", `download ${path}: no response`);
-      if (response.error || !response.content) throw backendError(response.error ?? "file_not_found", `download ${path}`);
+      if (response.error || !response.content) throw backendError(response.error ? response : "file_not_found", "download", path);
       return response.content;
     }
     const result = await this.call("readRaw", () => backend.readRaw(path));
-    if (result.error || !result.data) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    if (result.error || !result.data) throw backendError(result.error ? result : "file_not_found", "read", path);
     return fileDataToBytes(result.data);
   }
 
@@ -927,7 +933,7 @@ export class Vfs {
     // Settled in time: the buffer is ours again.
     if (this.readBuffers.length < READ_BUFFERS_KEPT) this.readBuffers.push(part);
     if (result.unsupported) return undefined;
-    if (result.error || result.bytesRead === undefined) throw backendError(result.error ?? "file_not_found", `read ${path}`);
+    if (result.error || result.bytesRead === undefined) throw backendError(result.error ? result : "file_not_found", "read", path);
     part.copy(target, 0, 0, result.bytesRead);
     return result.bytesRead;
   }
@@ -965,7 +971,7 @@ export class Vfs {
         ? await this.call("uploadFilesFrom", () => fromBase.uploadFilesFrom([{ path, content: bytes, baseVersion: base! }]))
         : await this.call("uploadFiles", () => backend.uploadFiles!([[path, bytes]]));
       if (!response) throw new FsError("EIO", `upload ${path}: no response`);
-      if (response.error) throw backendError(response.error, `upload ${path}`);
+      if (response.error) throw backendError(response, "upload", path);
       if (file.changes === changes) {
         file.dirty = false;
         file.mtimeMs = await this.storedMtime(path, file);
@@ -1011,7 +1017,7 @@ export class Vfs {
     const backend = this.backend;
     if (!backend.delete) throw new FsError("EPERM", `${path}: the backend cannot delete`);
     const result = await this.call("delete", () => backend.delete!(path));
-    if (result.error && backendError(result.error, "delete").code !== "ENOENT") throw backendError(result.error, `delete ${path}`);
+    if (result.error && backendError(result, "delete", path).code !== "ENOENT") throw backendError(result, "delete", path);
   }
 
   private async removeEmptyDir(path: string): Promise<void> {
@@ -1025,12 +1031,12 @@ export class Vfs {
     if (fromBase) {
       const result = await this.call("renameFrom", () => fromBase.renameFrom(from, to, targetBase));
       if (!result.error) return;
-      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      const error = backendError(result, "rename", from, to);
       if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
     } else if (canRename(backend)) {
       const result = await this.call("rename", () => backend.rename(from, to));
       if (!result.error) return;
-      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      const error = backendError(result, "rename", from, to);
       if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
     }
     // Copy then delete: the target is whole before the source goes (never a half file).
@@ -1039,7 +1045,7 @@ export class Vfs {
     const bytes = open?.loaded ? open.content() : await this.download(from);
     if (!backend.uploadFiles) throw new FsError("EROFS", `${to}: the backend cannot store bytes`);
     const [response] = await this.call("uploadFiles", () => backend.uploadFiles!([[to, bytes]]));
-    if (response?.error) throw backendError(response.error, `rename ${from} -> ${to}`);
+    if (response?.error) throw backendError(response, "rename", from, to);
     await this.deleteInBackend(from);
   }
 
@@ -1051,7 +1057,7 @@ export class Vfs {
         this.moveImplicitDirs(from, to);
         return;
       }
-      const error = backendError(result.error, `rename ${from} -> ${to}`);
+      const error = backendError(result, "rename", from, to);
       if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
     }
     // Non-atomic fallback: every file is copied, then the old tree removed.
@@ -1134,6 +1140,14 @@ export class Vfs {
     void poll();
     this.pollTimer = setInterval(() => void poll(), Math.max(250, this.options.attrTimeoutMs));
     this.pollTimer.unref();
+  }
+}
+
+/** NAME_MAX as the kernel's own filesystems apply it: to each new or looked-up name, in bytes. */
+function checkName(path: string): void {
+  const name = basenameOf(path);
+  if (name.length > MAX_NAME_BYTES / 3 && Buffer.byteLength(name, "utf8") > MAX_NAME_BYTES) {
+    throw new FsError("ENAMETOOLONG", `${path}: names are at most ${MAX_NAME_BYTES} bytes`);
   }
 }
 

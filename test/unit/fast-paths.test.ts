@@ -39,7 +39,7 @@ function checkBySplit(raw: string): { path?: string; error?: string } {
     segments.push(segment);
   }
   const path = "/" + segments.join("/");
-  if (Buffer.byteLength(path, "utf8") > 4096) return { error: `Path too long: ${raw}` };
+  if (Buffer.byteLength(path, "utf8") > 64 * 1024) return { error: `Path too long: ${raw}` };
   return { path };
 }
 
