@@ -9,6 +9,13 @@
  * changesSince, watch, mkdir) forwarded or emulated.
  */
 import {
+  canListHistory,
+  hasMethod,
+  hideOptionalMethods,
+  withCodeOf,
+  type AllCapabilities,
+  type HistoryResult,
+  type OptionalMethod,
   failure,
   failureLike,
   failureOf,
@@ -91,7 +98,19 @@ function describeRoute(route: Route | null): string {
   return route ? `mounted route '${route.prefix}'` : "default backend";
 }
 
-export class CompositeBackend implements BackendProtocolV2 {
+/**
+ * Optional methods the composite serves whatever its backends offer: they route per path and
+ * fall back (stat from a listing, rename by copy, mkdir refused for the vfs to keep the
+ * directory) or answer for the whole tree (sync, changesSince, watch, close). Every other
+ * capability exists only where some backend has it: a mount without extended attributes
+ * leaves the kernel's probes out, one without ranged reads never asks.
+ */
+const SERVED_BY_THE_ROUTER: ReadonlySet<OptionalMethod> = new Set<OptionalMethod>([
+  "delete", "uploadFiles", "downloadFiles", "execute", "close", "rename", "renameFrom", "stat", "sync",
+  "changesSince", "watch", "mkdir", "fileSizeLimit", "uploadFilesFrom",
+]);
+
+export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
   private readonly table: RouteTable;
   private readonly defaultBackend: BackendProtocolV2;
 
@@ -100,12 +119,8 @@ export class CompositeBackend implements BackendProtocolV2 {
     const adapted: Record<string, BackendProtocolV2> = {};
     for (const [key, backend] of Object.entries(routes)) adapted[key] = adapt(backend);
     this.table = new RouteTable(this.defaultBackend, adapted);
-    // Capabilities exist only where some backend has them: a mount without extended
-    // attributes leaves the kernel's attribute probes out, one without ranged reads never asks.
     const backends = [this.defaultBackend, ...Object.values(adapted)];
-    for (const [name, offeredBy] of [["xattrs", canXattrs], ["readRange", canReadRange], ["setMetadata", canSetMetadata], ["lsStat", canLsStat]] as const) {
-      if (!backends.some(offeredBy)) Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
-    }
+    hideOptionalMethods(this, (name) => SERVED_BY_THE_ROUTER.has(name) || backends.some((b) => hasMethod(b, name)));
   }
 
   /** The default backend's id when it is a sandbox, otherwise "". */
@@ -399,7 +414,7 @@ export class CompositeBackend implements BackendProtocolV2 {
       }
       batch.forEach(({ index }, i) => {
         const response = responses[i];
-        results[index] = { path: files[index].path, error: response?.error ?? null };
+        results[index] = withCodeOf(response, { path: files[index].path, error: response?.error ?? null });
         if (response?.version !== undefined) results[index].version = response.version;
       });
     }
@@ -413,7 +428,7 @@ export class CompositeBackend implements BackendProtocolV2 {
       if (!backend.downloadFiles) throw new Error("Backend does not support downloadFiles");
       const responses = await backend.downloadFiles(batch.map((b) => b.innerPath));
       batch.forEach(({ index }, i) => {
-        results[index] = { path: paths[index], content: responses[i]?.content ?? null, error: responses[i]?.error ?? null };
+        results[index] = withCodeOf(responses[i], { path: paths[index], content: responses[i]?.content ?? null, error: responses[i]?.error ?? null });
       });
     }
     return results;
@@ -550,6 +565,16 @@ export class CompositeBackend implements BackendProtocolV2 {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canSetMetadata(backend)) return { unsupported: true };
     return await backend.setMetadata(innerPath, metadata);
+  }
+
+  /** The serving backend's history of the path, its paths as the composite names them. */
+  async history(path: string, limit: number): Promise<HistoryResult> {
+    const { route, backend, innerPath } = this.table.resolve(path);
+    if (!canListHistory(backend)) return failure("unsupported", `Error: history is not available for '${path}' on ${describeRoute(route)}.`);
+    const result = await backend.history(innerPath, limit);
+    if (!result.entries || !route) return result;
+    const entries = result.entries.map((e) => ({ ...e, changes: e.changes.map((c) => ({ ...c, path: withRoute(route, c.path) })) }));
+    return { ...result, entries };
   }
 
   /** Forwarded to the serving backend; backends without extended attributes have none. */

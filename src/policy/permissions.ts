@@ -9,7 +9,7 @@
  * that cannot be canonicalized). ls/glob/grep results are filtered with the read rules.
  * Deletes (and the source of a rename) are checked on the whole subtree.
  */
-import type { AnyBackendProtocol, FileUploadResponse, GlobResult, GrepResult, LsResult } from "../protocol/index.js";
+import type { AnyBackendProtocol, ErrorCode, FileUploadResponse, GlobResult, GrepResult, HistoryResult, LsResult, LsStatResult } from "../protocol/index.js";
 import { isSandboxProtocol } from "../protocol/index.js";
 import { findDeleteDenyPatterns } from "./delete-rules.js";
 import { checkPermission, filterReadable, validatePath, validatePermissionPaths } from "./rules.js";
@@ -74,6 +74,11 @@ export class PermissionsBackend extends PolicyBackend {
     return message.startsWith("Error: permission denied") ? "permission_denied" : "invalid_path";
   }
 
+  /** A path that cannot be canonicalized is refused as invalid, not as denied. */
+  protected override refusalCode(message: string): ErrorCode {
+    return this.refusedFileError(message) ?? "permission_denied";
+  }
+
   /**
    * A recursive removal: a plain file (as the backend confirms) is decided like a write;
    * anything that may have descendants is refused by any overlapping deny-write pattern.
@@ -110,6 +115,21 @@ export class PermissionsBackend extends PolicyBackend {
   override async ls(path: string): Promise<LsResult> {
     const result = await super.ls(path);
     return result.files ? { ...result, files: filterReadable(result.files, this.rules, (f) => f.path) } : result;
+  }
+
+  override async lsStat(path: string): Promise<LsStatResult> {
+    const result = await super.lsStat(path);
+    return result.files ? { ...result, files: filterReadable(result.files, this.rules, (f) => f.path) } : result;
+  }
+
+  /** Versions are listed with the changes to readable paths only; one that changed none is left out. */
+  override async history(path: string, limit: number): Promise<HistoryResult> {
+    const result = await super.history(path, limit);
+    if (!result.entries) return result;
+    const entries = result.entries
+      .map((entry) => ({ ...entry, changes: filterReadable(entry.changes, this.rules, (c) => c.path) }))
+      .filter((entry) => entry.changes.length > 0);
+    return { ...result, entries };
   }
 
   override async glob(pattern: string, path = "/"): Promise<GlobResult> {

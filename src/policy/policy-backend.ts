@@ -10,6 +10,18 @@
  */
 import {
   adaptBackendProtocol,
+  hasMethod,
+  withCodeOf,
+  hideOptionalMethods,
+  withErrorCode,
+  type AllCapabilities,
+  type ErrorCode,
+  type FileMetadata,
+  type HistoryResult,
+  type LsStatResult,
+  type OptionalMethod,
+  type RangeReadResult,
+  type SetMetadataResult,
   adaptSandboxProtocol,
   isSandboxProtocol,
   type AnyBackendProtocol,
@@ -35,15 +47,15 @@ import {
 } from "../protocol/index.js";
 
 export type OperationName =
-  | "ls" | "read" | "readRaw" | "glob" | "grep" | "downloadFiles" | "stat"
-  | "write" | "edit" | "delete" | "uploadFiles" | "rename" | "mkdir"
+  | "ls" | "read" | "readRaw" | "glob" | "grep" | "downloadFiles" | "stat" | "history"
+  | "write" | "edit" | "delete" | "uploadFiles" | "rename" | "mkdir" | "setMetadata"
   | "execute";
 
 export type Access = "read" | "write" | "execute";
 
 const ACCESS: Record<OperationName, Access> = {
-  ls: "read", read: "read", readRaw: "read", glob: "read", grep: "read", downloadFiles: "read", stat: "read",
-  write: "write", edit: "write", delete: "write", uploadFiles: "write", rename: "write", mkdir: "write",
+  ls: "read", read: "read", readRaw: "read", glob: "read", grep: "read", downloadFiles: "read", stat: "read", history: "read",
+  write: "write", edit: "write", delete: "write", uploadFiles: "write", rename: "write", mkdir: "write", setMetadata: "write",
   execute: "execute",
 };
 
@@ -61,24 +73,21 @@ export type Outcome = { ok: true } | { ok: false; error: string };
 
 type Inner = BackendProtocolV2 & Partial<Pick<SandboxBackendProtocolV2, "execute" | "id">>;
 
-/** Optional methods that exist on the wrapper only when the wrapped backend has them. */
-const OPTIONAL = ["delete", "uploadFiles", "uploadFilesFrom", "downloadFiles", "rename", "renameFrom", "stat", "mkdir", "sync", "changesSince", "watch", "close", "execute", "xattrs", "fileSizeLimit"] as const;
-
 function outcomeOf(result: unknown): Outcome {
   const error = (result as { error?: unknown } | null)?.error;
   return typeof error === "string" && error !== "" ? { ok: false, error } : { ok: true };
 }
 
-export abstract class PolicyBackend implements BackendProtocolV2 {
+/**
+ * Every optional method is declared here (TypeScript checks none is forgotten: AllCapabilities)
+ * and hidden on an instance whose wrapped backend lacks it (OPTIONAL_METHODS).
+ */
+export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilities {
   protected readonly inner: Inner;
 
   constructor(backend: AnyBackendProtocol) {
     this.inner = isSandboxProtocol(backend) ? adaptSandboxProtocol(backend) : adaptBackendProtocol(backend);
-    for (const name of OPTIONAL) {
-      if (typeof (this.inner as unknown as Record<string, unknown>)[name] !== "function") {
-        Object.defineProperty(this, name, { value: undefined, enumerable: false, configurable: true });
-      }
-    }
+    hideOptionalMethods(this, (name) => hasMethod(this.inner, name));
     const routePrefixes = (this.inner as { routePrefixes?: unknown }).routePrefixes;
     if (Array.isArray(routePrefixes)) {
       Object.defineProperty(this, "routePrefixes", { get: () => routePrefixes, enumerable: true, configurable: true });
@@ -95,6 +104,11 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
     return undefined;
   }
 
+  /** The code a refusal carries (how a mount reports it): a policy's no is EACCES unless it says otherwise. */
+  protected refusalCode(_message: string): ErrorCode {
+    return "permission_denied";
+  }
+
   /** Told the outcome of every operation that was let through or refused. */
   protected record(_op: Operation, _outcome: Outcome): void {}
 
@@ -107,7 +121,8 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
     const denied = await this.check(op);
     if (denied !== undefined) {
       this.record(op, { ok: false, error: denied });
-      return refuse(denied);
+      const refused = refuse(denied);
+      return typeof refused === "object" && refused !== null ? withErrorCode(refused, this.refusalCode(denied)) : refused;
     }
     try {
       const result = await call();
@@ -120,7 +135,7 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
   }
 
   /** Calls an optional method of the wrapped backend (only reachable when it exists). */
-  private forward(name: (typeof OPTIONAL)[number], ...args: unknown[]): unknown {
+  private forward(name: OptionalMethod, ...args: unknown[]): unknown {
     const method = (this.inner as unknown as Record<string, (...a: unknown[]) => unknown>)[name];
     return method.apply(this.inner, args);
   }
@@ -198,7 +213,7 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
       allowed.forEach((i, k) => {
         const error = responses[k]?.error ?? null;
         this.record(this.operation("uploadFiles", [paths[i]]), error ? { ok: false, error } : { ok: true });
-        results[i] = { path: paths[i], error };
+        results[i] = withCodeOf(responses[k], { path: paths[i], error });
         const version = responses[k]?.version;
         if (version !== undefined) results[i].version = version;
       });
@@ -223,7 +238,7 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
       allowed.forEach((i, k) => {
         const error = responses[k]?.error ?? null;
         this.record(this.operation("downloadFiles", [paths[i]]), error ? { ok: false, error } : { ok: true });
-        results[i] = { path: paths[i], content: responses[k]?.content ?? null, error };
+        results[i] = withCodeOf(responses[k], { path: paths[i], content: responses[k]?.content ?? null, error });
       });
     }
     return results;
@@ -260,6 +275,34 @@ export abstract class PolicyBackend implements BackendProtocolV2 {
       (error) => ({ error }),
       () => this.forward("renameFrom", from, to, targetBaseVersion) as Promise<RenameResult>,
     );
+  }
+
+  /** A part of a file: checked as a read. */
+  readRange(path: string, offset: number, target: Uint8Array): Promise<RangeReadResult> {
+    return this.guarded(
+      this.operation("read", [path]),
+      (): RangeReadResult => ({ error: "permission_denied" }),
+      () => this.forward("readRange", path, offset, target) as Promise<RangeReadResult>,
+    );
+  }
+
+  /** A listing with stats: checked as `ls`. */
+  lsStat(path: string): Promise<LsStatResult> {
+    return this.guarded(this.operation("ls", [path]), (error) => ({ error }), () => this.forward("lsStat", path) as Promise<LsStatResult>);
+  }
+
+  /** Mode and times: a write of the entry. */
+  setMetadata(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {
+    return this.guarded(
+      this.operation("setMetadata", [path]),
+      (error) => ({ error }),
+      () => this.forward("setMetadata", path, metadata) as Promise<SetMetadataResult>,
+    );
+  }
+
+  /** A path's versions: a read of it. */
+  history(path: string, limit: number): Promise<HistoryResult> {
+    return this.guarded(this.operation("history", [path]), (error) => ({ error }), () => this.forward("history", path, limit) as Promise<HistoryResult>);
   }
 
   stat(path: string): Promise<StatResult> {

@@ -3,7 +3,7 @@
  * the bucket holds `capacity` tokens and refills at `refillPerSecond`. An empty bucket
  * refuses the operation with an error value instead of waiting.
  */
-import type { AnyBackendProtocol } from "../protocol/index.js";
+import type { AnyBackendProtocol, ErrorCode } from "../protocol/index.js";
 import { PolicyBackend, type Operation } from "./policy-backend.js";
 
 export interface RateLimitOptions {
@@ -29,6 +29,11 @@ export class RateLimitBackend extends PolicyBackend {
     this.now = options.now ?? Date.now;
     this.tokens = options.capacity;
     this.last = this.now();
+  }
+
+  /** An empty bucket is "try again later" (EAGAIN), not a refusal for good. */
+  protected override refusalCode(): ErrorCode {
+    return "rate_limited";
   }
 
   protected override check(op: Operation): string | undefined {

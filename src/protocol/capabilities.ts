@@ -188,8 +188,94 @@ export interface BaseAwareUploads {
   uploadFilesFrom(files: UploadFromBase[]): MaybePromise<UploadFromBaseResponse[]>;
 }
 
-function hasMethod(backend: unknown, name: string): boolean {
+/** One version in a path's history: a Hub commit, a checkpoint of a thread. */
+export interface HistoryEntry {
+  /** The commit hash (Hub) or checkpoint id (thread state). */
+  id: string;
+  /** When it was made (ISO 8601). */
+  time: string;
+  /** The paths at or below the asked path it changed, each with what happened to it. */
+  changes: Array<{ path: string; change: "added" | "modified" | "deleted" }>;
+  /** Who or what made it, where known ("mount", "agent", a commit message). */
+  summary?: string;
+}
+
+export interface HistoryResult {
+  error?: string;
+  /** Newest first. */
+  entries?: HistoryEntry[];
+  /** More entries exist past `limit`. */
+  truncated?: boolean;
+}
+
+/** The versions that changed a path (or anything below it), newest first: `backendfs log`. */
+export interface History {
+  history(path: string, limit: number): MaybePromise<HistoryResult>;
+}
+
+/** Every capability at once: what a wrapper implements, so TypeScript checks it forgets none. */
+export interface AllCapabilities
+  extends Renamable,
+    BaseAwareRename,
+    Stattable,
+    Syncable,
+    ChangeTracking,
+    Watchable,
+    DirectoryMaker,
+    ExtendedAttributes,
+    RangeReadable,
+    DirectoryStats,
+    FileSizeLimit,
+    MetadataStorage,
+    BaseAwareUploads,
+    History {}
+
+/**
+ * Every optional method by name: the protocol's own (delete, uploadFiles, downloadFiles, a
+ * sandbox's execute, close) and each capability above. The one list that wrappers forward
+ * from and the guards below test, so a capability added here reaches every layer.
+ */
+export const OPTIONAL_METHODS = [
+  "delete",
+  "uploadFiles",
+  "downloadFiles",
+  "execute",
+  "close",
+  "rename",
+  "renameFrom",
+  "stat",
+  "sync",
+  "changesSince",
+  "watch",
+  "mkdir",
+  "xattrs",
+  "readRange",
+  "lsStat",
+  "fileSizeLimit",
+  "setMetadata",
+  "uploadFilesFrom",
+  "history",
+] as const;
+
+export type OptionalMethod = (typeof OPTIONAL_METHODS)[number];
+
+/** Fails to compile when a capability's method is missing from OPTIONAL_METHODS. */
+type Listed<T extends OptionalMethod> = T;
+export type CapabilityMethod = Listed<keyof AllCapabilities>;
+
+export function hasMethod(backend: unknown, name: OptionalMethod): boolean {
   return typeof backend === "object" && backend !== null && typeof (backend as Record<string, unknown>)[name] === "function";
+}
+
+/**
+ * A wrapper class declares every optional method; this hides, on one instance, those that
+ * `offered` says are not there, so capability detection (`"rename" in b`, the guards below)
+ * sees exactly what is served.
+ */
+export function hideOptionalMethods(wrapper: object, offered: (name: OptionalMethod) => boolean): void {
+  for (const name of OPTIONAL_METHODS) {
+    if (!offered(name)) Object.defineProperty(wrapper, name, { value: undefined, enumerable: false, configurable: true });
+  }
 }
 
 export const canRename = (b: unknown): b is Renamable => hasMethod(b, "rename");
@@ -204,4 +290,5 @@ export const canSetMetadata = (b: unknown): b is MetadataStorage => hasMethod(b,
 export const canLsStat = (b: unknown): b is DirectoryStats => hasMethod(b, "lsStat");
 export const hasFileSizeLimit = (b: unknown): b is FileSizeLimit => hasMethod(b, "fileSizeLimit");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
+export const canListHistory = (b: unknown): b is History => hasMethod(b, "history");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

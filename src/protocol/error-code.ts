@@ -53,6 +53,12 @@ export function failureLike(from: unknown, error: string = errorTextOf(from)): {
   return code === undefined ? { error } : failure(code, error);
 }
 
+/** `to` (a response rebuilt, e.g. for the caller's path) with the error code of `from`, if it had one. */
+export function withCodeOf<T extends object>(from: unknown, to: T): T {
+  const code = errorCodeOf(from);
+  return code === undefined ? to : withErrorCode(to, code);
+}
+
 /** The code attached to a result, if its backend attached one. */
 export function errorCodeOf(result: unknown): ErrorCode | undefined {
   return typeof result === "object" && result !== null ? (result as Coded)[CODE] : undefined;

@@ -58,4 +58,4 @@ export {
   type PlannedEntry,
 } from "./file-map.js";
 export { boundedLru } from "./bounded-lru.js";
-export { failure, failureLike, failureOf, withErrorCode, errorCodeOf, systemErrorCode, inferErrorCode, reasonOf, type ErrorCode } from "./error-code.js";
+export { failure, failureLike, failureOf, withErrorCode, withCodeOf, errorCodeOf, systemErrorCode, inferErrorCode, reasonOf, type ErrorCode } from "./error-code.js";

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { CompositeBackend } from "../../src/backends/composite.js";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { PermissionsBackend } from "../../src/policy/index.js";
 import { createStandaloneState } from "./helpers/state-backend.js";
 import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
 
@@ -16,8 +17,12 @@ let root: string;
 let local: string;
 let m: TestMount | undefined;
 
+/** Plain, or under a `permissions:` block (the wrapper must forward setMetadata, readRange, lsStat). */
+let wrapped = false;
 const mountDisk = async () => {
-  m = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": new FilesystemBackend({ rootDir: root, virtualMode: true }) }));
+  const composite = new CompositeBackend(createStandaloneState(), { "/fs/": new FilesystemBackend({ rootDir: root, virtualMode: true }) });
+  const rules = [{ operations: ["write"] as const, paths: ["/fs/locked/**"], mode: "deny" as const }];
+  m = await mountForTest(wrapped ? new PermissionsBackend(composite, rules) : composite);
   return path.join(m.dir, "fs");
 };
 const onDisk = async (name: string) => {
@@ -37,7 +42,11 @@ afterEach(async () => {
   await fs.rm(local, { recursive: true, force: true });
 });
 
-describe("modes and times on a disk route", () => {
+describe.each([false, true])("modes and times on a disk route (under permissions: %s)", (withPermissions) => {
+  beforeEach(() => {
+    wrapped = withPermissions;
+  });
+
   it("are stored on the disk and survive a remount", async () => {
     let dir = await mountDisk();
     await ok(
