@@ -4,6 +4,9 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     environment: "node",
+    // The shared PostgreSQL tables, created once before the workers start (parallel
+    // PostgresSaver/PostgresStore migrations on a fresh database collide).
+    globalSetup: ["test/support/pg-global-setup.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // FUSE mounts and servers are per-file; two cores do not gain from more workers.

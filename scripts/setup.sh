@@ -20,8 +20,12 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Unattended apt often holds the dpkg lock just after boot: wait for it (bounded, see the lib).
+  # shellcheck source=scripts/lib/dpkg-lock.sh
+  source scripts/lib/dpkg-lock.sh
+  backendfs_apt_get update -qq || { echo "setup: apt-get update failed" >&2; exit 1; }
+  backendfs_apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null \
+    || { echo "setup: apt-get install ${missing[*]} failed" >&2; exit 1; }
 fi
 
 # npm ci only when the lockfile changed since the last install (node_modules/.package-lock.json).
@@ -38,4 +42,27 @@ scripts/patch-fuse-native.sh
 
 echo "setup: building" >&2
 npx tsc -p tsconfig.build.json
-chmod +x dist/cli/main.js 2>/dev/null || true
+chmod +x dist/cli/main.js
+
+# The `backendfs` command on the PATH (package.json "bin"): as root a link in /usr/local/bin
+# (replaced only when it points elsewhere); otherwise npm link, or one line saying how.
+cli="$(pwd -P)/dist/cli/main.js"
+head -n 1 "$cli" | grep -q '^#!/usr/bin/env node' || { echo "setup: $cli has no '#!/usr/bin/env node' line" >&2; exit 1; }
+if [ "$(id -u)" -eq 0 ]; then
+  bindir="${BACKENDFS_BIN_DIR:-/usr/local/bin}"
+  if [ "$(readlink "$bindir/backendfs" 2>/dev/null)" != "$cli" ]; then
+    if [ -e "$bindir/backendfs" ] && [ ! -L "$bindir/backendfs" ]; then
+      echo "setup: $bindir/backendfs exists and is not a link; not replacing it (remove it, or run $cli)" >&2
+    else
+      mkdir -p "$bindir"
+      ln -sfn "$cli" "$bindir/backendfs"
+      echo "setup: installed $bindir/backendfs -> $cli" >&2
+    fi
+  fi
+elif [ "$(readlink -f "$(command -v backendfs 2>/dev/null)" 2>/dev/null)" != "$cli" ]; then
+  if npm link --no-audit --no-fund >/dev/null 2>&1 && [ "$(readlink -f "$(command -v backendfs 2>/dev/null)" 2>/dev/null)" = "$cli" ]; then
+    echo "setup: npm link put backendfs on the PATH" >&2
+  else
+    echo "setup: backendfs is not on the PATH; add it with: ln -s $cli ~/.local/bin/backendfs (or run as root)" >&2
+  fi
+fi

@@ -4,6 +4,51 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
+# What this script starts it stops, whatever way it ends (tests failed, setup failed, Ctrl-C,
+# SIGTERM): the private PostgreSQL cluster of scripts/services.sh, unless it was already
+# running before, and the test runner. The cluster is stopped before the final line is printed.
+BACKENDFS_PG_DIR="${BACKENDFS_PG_DIR:-/tmp/backendfs-pg}"
+runner_pid=""
+pg_stop_owed=0
+
+# The postmaster's pid when the cluster in $BACKENDFS_PG_DIR is running (its postmaster.pid names a live process).
+pg_cluster_pid() {
+  local pid
+  pid="$(head -n 1 "$BACKENDFS_PG_DIR/postmaster.pid" 2>/dev/null)" || return 1
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null && echo "$pid"
+}
+pg_cluster_pid >/dev/null || pg_stop_owed=1
+
+stop_runner() {
+  if [ -n "$runner_pid" ] && kill -0 "$runner_pid" 2>/dev/null; then
+    kill -TERM "$runner_pid" 2>/dev/null   # timeout passes it on to vitest (and SIGKILLs it 30 s later)
+    wait "$runner_pid" 2>/dev/null
+  fi
+  runner_pid=""
+}
+stop_postgres() {
+  [ "$pg_stop_owed" -eq 1 ] || return 0
+  pg_stop_owed=0
+  pg_cluster_pid >/dev/null || return 0
+  local pg_ctl
+  if pg_ctl="$(backendfs_pg_bin pg_ctl 2>/dev/null)"; then
+    backendfs_as_pg "$pg_ctl" -D "$BACKENDFS_PG_DIR" -m fast -w -t 30 stop >/dev/null 2>&1 && return 0
+  fi
+  # No pg_ctl, or it failed: a fast shutdown is SIGINT to the postmaster.
+  local pid
+  pid="$(pg_cluster_pid)" && kill -INT "$pid" 2>/dev/null
+  for _ in $(seq 1 60); do pg_cluster_pid >/dev/null || return 0; sleep 0.5; done
+  echo "test: the PostgreSQL cluster in $BACKENDFS_PG_DIR did not stop" >&2
+}
+cleanup() {
+  stop_runner
+  stop_postgres
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
+
 bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
 
 # Services the tests need (each script starts its server on loopback if it is not up).
@@ -15,8 +60,14 @@ fi
 npx tsc -p tsconfig.json --noEmit || { echo "typecheck failed"; echo "0 passed, 1 failed"; exit 1; }
 
 rm -rf .test-report
-timeout --kill-after=30 1500 npx vitest run "$@"
+# In the background and waited for, so that a signal to this script is handled at once
+# (`wait` returns on a trapped signal; a foreground command would be waited out first).
+timeout --kill-after=30 1500 npx vitest run "$@" &
+runner_pid=$!
+wait "$runner_pid"
 status=$?
+runner_pid=""
+stop_postgres
 
 node -e '
 const fs = require("fs");
