@@ -10,7 +10,7 @@ import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import yargs, { type CommandModule } from "yargs";
 import { hideBin } from "yargs/helpers";
-import { EXIT_USAGE } from "./run.js";
+import { EXIT_USAGE, reportError } from "./run.js";
 
 const commandsDir = new URL("./commands/", import.meta.url);
 const ownExtension = extname(fileURLToPath(import.meta.url));
@@ -45,19 +45,31 @@ async function loadCommands(argv: string[]): Promise<{ commands: CommandModule[]
   return { commands, broken };
 }
 
-const { commands, broken } = await loadCommands(hideBin(process.argv));
-let cli = yargs(hideBin(process.argv)).scriptName("backendfs");
+const args = hideBin(process.argv);
+const { commands, broken } = await loadCommands(args);
+let cli = yargs(args).scriptName("backendfs");
 for (const command of commands) cli = cli.command(command);
 if (broken.length > 0) cli = cli.epilogue(`Commands that could not be loaded:\n  ${broken.join("\n  ")}`);
 
-await cli
+cli = cli
   .demandCommand(1, "Name a command (see --help)")
   .strict()
   .help()
   .alias("h", "help")
   .fail((message, error) => {
-    if (error) throw error;
+    // A handler's error (no message of yargs' own): parseAsync rejects with it, reported
+    // below. A message is a usage error, also when a .check() gave it.
+    if (error && !message) throw error;
     process.stderr.write(`backendfs: ${message}\nRun 'backendfs --help' for usage.\n`);
     process.exit(EXIT_USAGE);
-  })
-  .parseAsync();
+  });
+
+try {
+  await cli.parseAsync();
+} catch (error) {
+  // What a command did not report itself (an unexpected failure, a bug): the same one line
+  // as every expected error, `backendfs <command>: <message>`, exit 1; the stack with -v.
+  const names = new Set(commands.map((c) => String(Array.isArray(c.command) ? c.command[0] : c.command).split(" ")[0]));
+  const command = args.find((a) => names.has(a));
+  reportError(command ?? "", error, args.includes("-v") || args.includes("--verbose"));
+}

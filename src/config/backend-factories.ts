@@ -2,6 +2,7 @@
  * One factory per backend `type` of the config. Backends are imported lazily, so a
  * backend whose module is missing or broken only fails the configs that use it.
  */
+import { mkdir, stat } from "node:fs/promises";
 import { isAbsolute, resolve } from "node:path";
 import type { AnyBackendProtocol } from "../protocol/index.js";
 import type { BackendSpec } from "./schema.js";
@@ -33,6 +34,36 @@ async function importBackend<M>(type: string, load: () => Promise<M>): Promise<M
   } catch (error) {
     throw new Error(`The '${type}' backend is not available in this build: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A filesystem route's rootDir, checked when the config loads (before any backend opens).
+ * FilesystemBackend itself, as deepagents', serves a missing root as an empty folder and
+ * creates it on the first write, which hides a typo in the config; so a missing root is an
+ * error here unless the route asks for it with `createRootDir: true` (then: mkdir -p). A
+ * rootDir that is not a directory is always an error.
+ */
+export async function prepareRootDir(spec: Extract<BackendSpec, { type: "filesystem" }>, baseDir: string): Promise<string> {
+  const rootDir = resolvePath(spec.rootDir, baseDir);
+  if (spec.createRootDir) {
+    try {
+      await mkdir(rootDir, { recursive: true });
+    } catch (error) {
+      // EEXIST: something that is not a directory is there, reported below.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new Error(`cannot create rootDir ${rootDir}: ${(error as Error).message}`);
+    }
+  }
+  let found;
+  try {
+    found = await stat(rootDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") {
+      throw new Error(`rootDir ${rootDir} does not exist (create it, or set createRootDir: true on the route)`);
+    }
+    throw new Error(`rootDir ${rootDir}: ${(error as Error).message}`);
+  }
+  if (!found.isDirectory()) throw new Error(`rootDir ${rootDir} is not a directory`);
+  return rootDir;
 }
 
 export const backendFactories: Registry = {

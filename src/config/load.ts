@@ -9,7 +9,7 @@ import type { AnyBackendProtocol, BackendProtocolV2 } from "../protocol/index.js
 import { CompositeBackend } from "../backends/composite.js";
 import type { FilesystemPermission } from "../policy/index.js";
 import type { BackendSpec, MountConfigFile } from "./schema.js";
-import { createBackend } from "./backend-factories.js";
+import { createBackend, prepareRootDir } from "./backend-factories.js";
 import { Connections } from "./connections.js";
 import { cachedParse } from "./parsed-cache.js";
 
@@ -82,7 +82,10 @@ export async function loadMountConfig(file?: string | null, options: LoadOptions
     try {
       raw = parse(text);
     } catch (error) {
-      throw new Error(`${path}: not valid ${isJson ? "JSON" : "YAML"}: ${(error as Error).message}`);
+      // The yaml parser's message ends with a code frame on further lines: keep its first
+      // line, which says what and where (line, column), so the error stays one line.
+      const what = (error as Error).message.split("\n")[0]!.replace(/:\s*$/, "");
+      throw new Error(`${path}: not valid ${isJson ? "JSON" : "YAML"}: ${what}`);
     }
     const { parseConfig } = await import("./schema.js");
     return parseConfig(raw ?? {}, path);
@@ -95,10 +98,21 @@ function embeddedDefault(): Promise<MountConfigFile> {
 }
 
 async function buildMountConfig(config: MountConfigFile, baseDir: string, file: string | null, writeBack: boolean): Promise<LoadedMountConfig> {
+  const defaultSpec = config.default ?? (await embeddedDefault()).default!;
+  // Filesystem roots first, before any database opens: a missing rootDir is an error that
+  // names the file, the route and the path (or is created, with createRootDir: true).
+  const specs: Array<[string, BackendSpec]> = [["default", defaultSpec], ...Object.entries(config.routes).map(([route, spec]): [string, BackendSpec] => [`routes.${route}`, spec])];
+  for (const [where, spec] of specs) {
+    if (spec.type !== "filesystem") continue;
+    try {
+      await prepareRootDir(spec, baseDir);
+    } catch (error) {
+      throw new Error(`${file ?? "(embedded default)"}: ${where}: ${(error as Error).message}`);
+    }
+  }
   const connections = new Connections();
   const built: Array<{ route: string | null; spec: BackendSpec; backend: AnyBackendProtocol }> = [];
   try {
-    const defaultSpec = config.default ?? (await embeddedDefault()).default!;
     const ctx = { baseDir, connections, writeBack };
     built.push({ route: null, spec: defaultSpec, backend: await createBackend(defaultSpec, ctx) });
     for (const [route, spec] of Object.entries(config.routes)) {

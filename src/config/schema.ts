@@ -39,7 +39,10 @@ const storeSpec = z.strictObject({
 
 const filesystemSpec = z.strictObject({
   type: z.literal("filesystem"),
+  /** An existing directory: a missing one is an error at load, unless createRootDir. */
   rootDir: z.string().min(1),
+  /** Create rootDir (mkdir -p) at load when it does not exist. Default false. */
+  createRootDir: z.boolean().optional(),
   virtualMode: z.boolean().default(true),
   maxFileSizeMb: z.number().positive().optional(),
 });
@@ -92,7 +95,11 @@ export type StateSpec = z.infer<typeof stateSpec>;
 export type StoreSpec = z.infer<typeof storeSpec>;
 export type MountConfigFile = z.infer<typeof mountConfigSchema>;
 
-/** "file: routes./memories/.namespace: expected array, received string" lines. */
+/**
+ * "Invalid mount config: file: routes./memories/.namespace: expected array, received string":
+ * one line for one problem (a CLI error is one line), one line per problem below a header
+ * for several.
+ */
 export function describeIssues(file: string, error: z.ZodError): string {
   const lines = error.issues.map((issue) => {
     const at = issue.path.length > 0 ? issue.path.map(String).join(".") : "(top level)";
@@ -102,7 +109,7 @@ export function describeIssues(file: string, error: z.ZodError): string {
     else if (issue.code === "invalid_key") message = issue.issues.map((inner) => inner.message).join("; ");
     return `${file}: ${at}: ${message}`;
   });
-  return `Invalid mount config:\n${lines.join("\n")}`;
+  return lines.length === 1 ? `Invalid mount config: ${lines[0]}` : `Invalid mount config (${lines.length} problems):\n${lines.join("\n")}`;
 }
 
 /** Validates a parsed config file; the error names the file, each bad key and what was expected. */

@@ -10,6 +10,9 @@ import { hasXattrOps, type KernelOps, type Transport, type TransportOptions } fr
 
 type Callback = (code: number, ...results: unknown[]) => void;
 
+/** S_IFDIR | 0755: the mode given to the "." and ".." entries of a listing. */
+const DIRECTORY_MODE = 0o040755;
+
 interface FuseInstance {
   mount(cb: (err: Error | null) => void): void;
   unmount(cb: (err: Error | null) => void): void;
@@ -96,9 +99,17 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     fgetattr: (path: string, _fd: number, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(s)), (err) => fail(cb, err)),
     access: (path: string, mode: number, cb: Callback) => done(ops.access(path, mode), cb),
     statfs: (path: string, cb: Callback) => ops.statfs(path).then((s) => cb(0, s), (err) => fail(cb, err)),
+    // libfuse 2's high-level API passes the names on as they are: "." and ".." come first,
+    // as on a disk (and the raw transport), or `ls -a` lacks them. fuse-native fills with a
+    // stat per name only when there are as many stats as names; of a stat, libfuse uses the
+    // type (no use_ino), so the two get a directory's mode.
     readdir: (path: string, cb: Callback) =>
       ops.readdir(path).then(
-        (entries) => cb(0, entries.map((e) => e.name), entries.map((e) => toStat(e.stat))),
+        (entries) => {
+          const listed = entries.filter((e) => e.name !== "." && e.name !== "..");
+          const dir = { mode: DIRECTORY_MODE, nlink: 2, atime: new Date(0), mtime: new Date(0), ctime: new Date(0) };
+          cb(0, [".", "..", ...listed.map((e) => e.name)], [dir, dir, ...listed.map((e) => toStat(e.stat))]);
+        },
         (err) => fail(cb, err),
       ),
     open: (path: string, flags: number, cb: Callback) => ops.open(path, flags).then((fh) => cb(0, fh), (err) => fail(cb, err)),

@@ -1,21 +1,10 @@
-import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { buildCli, runCli, type BuiltCli } from "./helpers/build-cli.js";
+import { cliPerTest } from "./helpers/build-cli.js";
 
-let cli: BuiltCli;
-let cwd: string;
-const run = (args: string[], input?: string | Uint8Array) => runCli(cli.main, args, { cwd, input });
-
-beforeAll(() => {
-  cli = buildCli();
-});
-afterAll(() => cli.cleanup());
-beforeEach(() => {
-  cwd = mkdtempSync(join(tmpdir(), "backendfs-cli-cwd-"));
-});
-afterEach(() => rmSync(cwd, { recursive: true, force: true }));
+const cli = cliPerTest("backendfs-cli-cli.cwd()-");
+const run = cli.run;
 
 // Every step is a new Node process (about 1-3 s each on a busy machine).
 describe("backendfs CLI on the embedded default", { timeout: 180_000 }, () => {
@@ -23,7 +12,7 @@ describe("backendfs CLI on the embedded default", { timeout: 180_000 }, () => {
     const bytes = new Uint8Array([0x68, 0x69, 0x0a, 0xff, 0xfe, 0x00, 0x0d, 0x0a]);
     expect((await run(["put", "/notes/raw.txt"], bytes)).code).toBe(0);
     expect((await run(["put", "/memories/prefs.md"], "likes: tea\n")).code).toBe(0);
-    expect(existsSync(join(cwd, ".backendfs/agent.db"))).toBe(true);
+    expect(existsSync(join(cli.cwd(), ".backendfs/agent.db"))).toBe(true);
     const cat = await run(["cat", "/notes/raw.txt"]);
     expect(cat.code).toBe(0);
     expect([...cat.stdout]).toEqual([...bytes]);
@@ -79,10 +68,10 @@ describe("backendfs CLI on the embedded default", { timeout: 180_000 }, () => {
 
 describe("backendfs CLI with a config file", { timeout: 180_000 }, () => {
   it("routes to a filesystem folder relative to the config, and enforces permissions", async () => {
-    mkdirSync(join(cwd, "cfg/workspace"), { recursive: true });
-    writeFileSync(join(cwd, "cfg/workspace/hello.txt"), "hi from disk\n");
+    mkdirSync(join(cli.cwd(), "cfg/workspace"), { recursive: true });
+    writeFileSync(join(cli.cwd(), "cfg/workspace/hello.txt"), "hi from disk\n");
     writeFileSync(
-      join(cwd, "cfg/mount.yaml"),
+      join(cli.cwd(), "cfg/mount.yaml"),
       [
         "default: { type: state, checkpointer: 'sqlite:./data/agent.db', thread: t1 }",
         "routes:",
@@ -96,21 +85,21 @@ describe("backendfs CLI with a config file", { timeout: 180_000 }, () => {
     expect(denied.code).toBe(1);
     expect(denied.stderr).toMatch(/permission denied for write on \/workspace\/hello\.txt/);
     expect((await run(["put", "/x.md", "-c", "cfg/mount.yaml"], "x")).code).toBe(0);
-    expect(existsSync(join(cwd, "cfg/data/agent.db"))).toBe(true);
+    expect(existsSync(join(cli.cwd(), "cfg/data/agent.db"))).toBe(true);
   });
 
   it("a config with an unknown key fails with the file, the key and what was expected", async () => {
-    writeFileSync(join(cwd, "bad.yaml"), "default: { type: state, checkpointer: 'sqlite:./a.db', thred: main }\n");
+    writeFileSync(join(cli.cwd(), "bad.yaml"), "default: { type: state, checkpointer: 'sqlite:./a.db', thred: main }\n");
     const bad = await run(["ls", "-c", "bad.yaml"]);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toContain(`${join(cwd, "bad.yaml")}: default: Unrecognized key: "thred"`);
+    expect(bad.stderr).toContain(`${join(cli.cwd(), "bad.yaml")}: default: Unrecognized key: "thred"`);
   });
 
   it("a corrupt SQLite file gives a clear error naming it", async () => {
-    writeFileSync(join(cwd, "junk.db"), Buffer.alloc(8192, 0x41));
-    writeFileSync(join(cwd, "c.json"), JSON.stringify({ default: { type: "state", checkpointer: "sqlite:./junk.db" } }));
+    writeFileSync(join(cli.cwd(), "junk.db"), Buffer.alloc(8192, 0x41));
+    writeFileSync(join(cli.cwd(), "c.json"), JSON.stringify({ default: { type: "state", checkpointer: "sqlite:./junk.db" } }));
     const result = await run(["ls", "-c", "c.json"]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`backendfs ls: Cannot open sqlite:${join(cwd, "junk.db")}: file is not a database\n`);
+    expect(result.stderr).toBe(`backendfs ls: Cannot open sqlite:${join(cli.cwd(), "junk.db")}: file is not a database\n`);
   });
 });

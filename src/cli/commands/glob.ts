@@ -1,6 +1,6 @@
-/** `backendfs glob <pattern> [path]`: matching files, one per line. */
+/** `backendfs glob <pattern> [path]`: matching files, one per line; none is exit 0, a missing path exit 1. */
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { CliError, printJson, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
+import { CliError, printJson, requireEntry, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
 
 interface GlobArgs extends CommonArgs {
   pattern: string;
@@ -19,6 +19,8 @@ export const globCommand: CommandModule<object, GlobArgs> = {
       const result = await config.backend.glob(argv.pattern, argv.path);
       if (result.error) throw new CliError(result.error);
       const files = result.files ?? [];
+      // No match is not an error, a missing search path is (the protocol gives both as []).
+      if (files.length === 0) await requireEntry(config.backend, argv.path);
       if (argv.json) return printJson({ files, truncated: result.truncated ?? false });
       for (const f of files) process.stdout.write(`${f.path}\n`);
     }),

@@ -1,6 +1,7 @@
 /** `backendfs hub-emulator --port N --data DIR`: a local Context Hub for development and tests. */
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { startHubEmulator, type ApiKeyGrant } from "../../hub-emulator/index.js";
+import { reportError } from "../run.js";
 
 export interface HubEmulatorArgs {
   port: number;
@@ -8,6 +9,7 @@ export interface HubEmulatorArgs {
   data?: string;
   tenant: string;
   "api-key"?: string[];
+  verbose?: boolean;
 }
 
 export const hubEmulatorCommand: CommandModule<object, HubEmulatorArgs> = {
@@ -23,13 +25,25 @@ export const hubEmulatorCommand: CommandModule<object, HubEmulatorArgs> = {
         type: "string",
         array: true,
         describe: "accepted API key, repeatable; KEY or KEY:ro for read-only (default: no authentication)",
+      })
+      .option("verbose", { alias: "v", type: "boolean", default: false, describe: "print an error's stack trace (for bug reports)" })
+      .check((argv) => {
+        const port = argv.port as number;
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be an integer from 0 to 65535, not ${String(argv.port)}`);
+        return true;
       }) as unknown as Argv<HubEmulatorArgs>,
   handler: async (argv: ArgumentsCamelCase<HubEmulatorArgs>) => {
     const stop = new Promise<void>((resolve) => {
       process.once("SIGINT", resolve);
       process.once("SIGTERM", resolve);
     });
-    await runHubEmulator(argv, stop, (text) => process.stdout.write(text));
+    try {
+      await runHubEmulator(argv, stop, (text) => process.stdout.write(text));
+    } catch (error) {
+      // A port in use, an unwritable --data folder: one line, as every command reports.
+      reportError("hub-emulator", error, argv.verbose);
+      process.exit(process.exitCode);
+    }
   },
 };
 

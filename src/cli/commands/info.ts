@@ -1,7 +1,7 @@
 /** `backendfs info <path>`: which route and backend serve a path, and the entry's version. */
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { canStat, canSync, canTrackChanges } from "../../protocol/index.js";
-import { CliError, printJson, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
+import { CliError, printJson, requireEntry, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
 
 interface InfoArgs extends CommonArgs {
   path: string;
@@ -27,6 +27,10 @@ export const infoCommand: CommandModule<object, InfoArgs> = {
         if (error) throw new CliError(error);
         if (!stat) throw new CliError(`${argv.path}: No such file or directory`);
         Object.assign(info, { is_dir: stat.is_dir, size: stat.size, modified_at: stat.modified_at, version: stat.version });
+      } else {
+        // No stat on the serving backend: the entry from its parent's listing (no version).
+        const entry = await requireEntry(config.backend, argv.path);
+        Object.assign(info, { is_dir: entry.is_dir, size: entry.size, modified_at: entry.modified_at });
       }
       if (argv.json) return printJson(info);
       for (const [key, value] of Object.entries(info)) {

@@ -1,6 +1,6 @@
-/** `backendfs ls [path]`: one entry per line, directories with a trailing `/`. */
+/** `backendfs ls [path]`: one entry per line, directories with a trailing `/`; a missing path is an error. */
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
-import { CliError, printJson, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
+import { CliError, printJson, requireEntry, runOnConfig, withCommonOptions, type CommonArgs } from "../run.js";
 
 interface LsArgs extends CommonArgs {
   path: string;
@@ -18,7 +18,13 @@ export const lsCommand: CommandModule<object, LsArgs> = {
     runOnConfig("ls", argv, async (config) => {
       const result = await config.backend.ls(argv.path);
       if (result.error) throw new CliError(result.error);
-      const files = result.files ?? [];
+      let files = result.files ?? [];
+      // The protocol lists a missing directory as empty: tell the two apart. A file lists
+      // as itself, as ls(1) does.
+      if (files.length === 0) {
+        const entry = await requireEntry(config.backend, argv.path);
+        if (!entry.is_dir) files = [{ path: entry.path, is_dir: false, size: entry.size, modified_at: entry.modified_at }];
+      }
       if (argv.json) return printJson(files);
       for (const f of files) {
         const name = f.is_dir && !f.path.endsWith("/") ? f.path + "/" : f.path;

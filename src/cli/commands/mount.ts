@@ -2,12 +2,17 @@
  * `backendfs mount <dir> [-c config]`: serves the configured CompositeBackend (or the
  * embedded default, or `--root DIR` as a plain FilesystemBackend) at <dir>, in the
  * foreground, until Ctrl-C or SIGTERM, then unmounts asynchronously and uploads what is left.
+ * Every failure (a bad config, a bad mount point, no FUSE) is one line, `backendfs mount:
+ * <message>`, exit 1, as every command reports; the stack trace only with -v.
  */
+import { promises as fs } from "node:fs";
+import path from "node:path";
 import picomatch from "picomatch";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
 import { isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
 import type { AccessCheck, AccessOperation } from "../../vfs/index.js";
+import { reportError } from "../run.js";
 
 interface MountArgs {
   dir: string;
@@ -48,11 +53,12 @@ export const mountCommand: CommandModule<object, MountArgs> = {
         default: "fuse-native" as const,
         describe: "kernel bridge: fuse-native (libfuse 2) or raw (/dev/fuse spoken from Node; root only; 1 MiB requests, readdirplus, keep_cache)",
       })
-      .option("verbose", { alias: "v", type: "boolean", default: false, describe: "log every kernel operation to stderr" }) as unknown as Argv<MountArgs>,
+      .option("verbose", { alias: "v", type: "boolean", default: false, describe: "log every kernel operation to stderr, and an error's stack trace" }) as unknown as Argv<MountArgs>,
   handler: async (argv: ArgumentsCamelCase<MountArgs>) => {
     const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
+    let config: LoadedConfig | undefined;
     try {
-      const config = await loadConfig(argv);
+      config = await loadConfig(argv);
       const attrTimeoutMs = parseDuration(argv["attr-timeout"] ?? config.cache?.attrTimeout ?? "1s");
       const mounted = await mount({
         mountPoint: argv.dir,
@@ -81,8 +87,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           mounted.unmount().then(
             () => resolve(),
             (err: Error) => {
-              log(`unmount: ${err.message}`);
-              process.exitCode = 1;
+              reportError("mount", new Error(`cannot unmount ${mounted.mountPoint}: ${err.message}`), argv.verbose);
               resolve();
             },
           );
@@ -101,18 +106,32 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           });
         }, 1000);
       });
-      await config.close?.();
+      const loaded = config;
+      config = undefined;
+      await loaded.close?.();
       log("unmounted");
       process.exit(process.exitCode ?? 0);
     } catch (err) {
-      log(err instanceof MountError ? err.message : (err as Error).stack ?? String(err));
+      reportError("mount", err, argv.verbose);
+      // Nothing was mounted: close the connections the config opened (best effort).
+      await Promise.resolve(config?.close?.()).catch(() => undefined);
       process.exit(1);
     }
   },
 };
 
+/** `--root DIR`: an existing directory, like a filesystem route's rootDir. */
+async function rootBackend(root: string): Promise<LoadedConfig> {
+  const rootDir = path.resolve(root);
+  const stat = await fs.stat(rootDir).catch((err: NodeJS.ErrnoException) => {
+    throw new MountError(err.code === "ENOENT" ? `--root ${rootDir} does not exist` : `--root ${rootDir}: ${err.message}`);
+  });
+  if (!stat.isDirectory()) throw new MountError(`--root ${rootDir} is not a directory`);
+  return { backend: new FilesystemBackend({ rootDir, virtualMode: true, maxFileSizeMb: 4096 }) };
+}
+
 async function loadConfig(argv: MountArgs): Promise<LoadedConfig> {
-  if (argv.root) return { backend: new FilesystemBackend({ rootDir: argv.root, virtualMode: true, maxFileSizeMb: 4096 }) };
+  if (argv.root) return rootBackend(argv.root);
   // The config layer is wired in at run time so that `mount --root` works without it.
   let loader: { loadMountConfig?: (file: string | undefined, options: { writeBack: boolean }) => Promise<unknown> };
   try {

@@ -1,4 +1,9 @@
-/** `backendfs unmount <dir>`: unmounts a backendfs mount, also one left stale by a crash. */
+/**
+ * `backendfs unmount <dir>`: unmounts a backendfs mount, also one left stale by a crash.
+ * One behaviour, no switch: a plain unmount (`fusermount -u`), and when that fails (the
+ * mount is busy, or its daemon died) a lazy detach (`fusermount -uz`, then `umount -l`):
+ * the mount leaves the namespace at once and goes when its last user lets go.
+ */
 import { execFile } from "node:child_process";
 import path from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
@@ -6,37 +11,42 @@ import { isMountPoint } from "../../fuse/index.js";
 
 interface UnmountArgs {
   dir: string;
-  lazy: boolean;
 }
 
 function run(program: string, args: string[]): Promise<string | undefined> {
   return new Promise((resolve) => execFile(program, args, (err, _out, stderr) => resolve(err ? stderr.trim() || err.message : undefined)));
 }
 
+const say = (line: string) => process.stderr.write(`backendfs unmount: ${line}\n`);
+
 export const unmountCommand: CommandModule<object, UnmountArgs> = {
   command: "unmount <dir>",
-  describe: "Unmount a backendfs mount (the daemon then exits)",
+  describe: "Unmount a backendfs mount (the daemon then exits); a busy or stale one is detached lazily",
   builder: (yargs: Argv<object>) =>
     yargs
       .positional("dir", { type: "string", demandOption: true })
-      .option("lazy", { type: "boolean", default: false, describe: "detach now even if busy (fusermount -uz)" }) as unknown as Argv<UnmountArgs>,
+      .epilogue(
+        "It runs fusermount -u; when that fails (the mount is busy, or its daemon crashed and left it stale) it detaches " +
+          "lazily (fusermount -uz, then umount -l): the mount leaves the path at once and is released when its last user " +
+          "lets go. The fallback is always on: there is no --lazy switch.",
+      ) as unknown as Argv<UnmountArgs>,
   handler: async (argv: ArgumentsCamelCase<UnmountArgs>) => {
     const dir = path.resolve(argv.dir);
     if (!(await isMountPoint(dir))) {
-      process.stderr.write(`backendfs: not mounted: ${dir}\n`);
+      say(`not mounted: ${dir}`);
       process.exit(1);
     }
-    let error = await run("fusermount", [argv.lazy ? "-uz" : "-u", dir]);
+    let error = await run("fusermount", ["-u", dir]);
     // A stale mount (crashed daemon) or a busy one: fall back to a lazy detach.
-    if (error && !argv.lazy) {
-      process.stderr.write(`backendfs: ${error}; detaching lazily\n`);
+    if (error) {
+      say(`${error}; detaching lazily`);
       error = await run("fusermount", ["-uz", dir]);
     }
     if (error) error = (await run("umount", ["-l", dir])) && error;
     if (error) {
-      process.stderr.write(`backendfs: cannot unmount ${dir}: ${error}\n`);
+      say(`cannot unmount ${dir}: ${error}`);
       process.exit(1);
     }
-    process.stderr.write(`backendfs: unmounted ${dir}\n`);
+    say(`unmounted ${dir}`);
   },
 };

@@ -3,6 +3,7 @@
  * check, milliseconds per file) into a temp folder whose node_modules links to the project's.
  */
 import { spawn } from "node:child_process";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
@@ -56,4 +57,22 @@ export function runCli(main: string, args: string[], options: { cwd: string; inp
     child.on("close", (code) => resolve({ code, stdout: Buffer.concat(out), stderr: Buffer.concat(err).toString("utf8") }));
     child.stdin.end(options.input ?? "");
   });
+}
+
+/**
+ * The CLI built once for a test file, and a fresh working directory per test: `run` runs
+ * `backendfs` there, `cwd()` names it. Registers its own vitest hooks.
+ */
+export function cliPerTest(prefix: string): { run: (args: string[], input?: string | Uint8Array) => Promise<CliRun>; cwd: () => string; main: () => string } {
+  let cli: BuiltCli;
+  let dir = "";
+  beforeAll(() => {
+    cli = buildCli();
+  });
+  afterAll(() => cli.cleanup());
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), prefix));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  return { run: (args, input) => runCli(cli.main, args, { cwd: dir, input }), cwd: () => dir, main: () => cli.main };
 }
