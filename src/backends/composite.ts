@@ -10,6 +10,7 @@
  */
 import {
   canListHistory,
+  hasScratchNames,
   hasMethod,
   hideOptionalMethods,
   withCodeOf,
@@ -565,6 +566,13 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canSetMetadata(backend)) return { unsupported: true };
     return await backend.setMetadata(innerPath, metadata);
+  }
+
+  /** Whether the serving backend keeps files at this path (a Hub route does not keep editor scratch files). */
+  isScratchPath(path: string): boolean {
+    if (this.table.isImplicitDirectory(path)) return false;
+    const { backend, innerPath } = this.table.resolve(path);
+    return hasScratchNames(backend) && backend.isScratchPath(innerPath);
   }
 
   /** The serving backend's history of the path, its paths as the composite names them. */

@@ -132,6 +132,16 @@ export function rebaseUpload(
   return { changes: [[copy, ours]], conflict: { path, copy } };
 }
 
+/**
+ * Drops the changes that leave a path as the Hub holds it: a save that changed nothing, a
+ * file created and deleted again, an edit undone. A batch of only those makes no commit.
+ */
+export function dropNoOps(batch: Batch, tree: Files, linked: Record<string, unknown> = {}): void {
+  for (const [path, ours] of [...batch.changes]) {
+    if (ours === (tree[path] ?? null) && !(path in linked)) batch.changes.delete(path);
+  }
+}
+
 export function applyChanges(files: Files, changes: Changes): Files {
   const next = { ...files };
   for (const [p, content] of changes) {

@@ -12,6 +12,7 @@ import { Client } from "langsmith";
 import {
   failure,
   failureLike,
+  isScratchName,
   checkVirtualPath,
   applyGrepMaxCount,
   isPathWithin,
@@ -25,6 +26,8 @@ import {
   type FileUploadResponse,
   type GlobResult,
   type GrepResult,
+  type HistoryEntry,
+  type HistoryResult,
   type LsResult,
   type ReadRawResult,
   type ReadResult,
@@ -39,6 +42,7 @@ import {
   applyChanges,
   combineBatches,
   newBatch,
+  dropNoOps,
   rebaseBatch,
   rebaseUpload,
   type Batch,
@@ -63,8 +67,18 @@ const HISTORY_SIZE = 8;
 const MAX_UNREPORTED = 1000;
 const CLOSED = "Error: Context Hub backend is closed";
 
-/** The two langsmith `Client` methods the backend uses (a duck-typed fake works too). */
-export type ContextHubClient = Pick<Client, "pullAgent" | "pushAgent">;
+/**
+ * The langsmith `Client` methods the backend uses (a duck-typed fake works too); without
+ * `listCommits` there is no `history`.
+ */
+export type ContextHubClient = Pick<Client, "pullAgent" | "pushAgent"> & Partial<Pick<Client, "listCommits">>;
+
+/** A commit as the Hub's commit list gives it (the client types it as a prompt commit). */
+interface HubCommitListing {
+  commit_hash: string;
+  parent_commit_hash?: string | null;
+  created_at?: string;
+}
 
 export interface ContextHubBackendOptions {
   client?: ContextHubClient;
@@ -153,7 +167,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
   private consecutiveFailures = 0;
   private lastFailure: unknown = null;
   private unreportedConflicts: Conflict[] = [];
-  private readonly history = new Map<string, Files>();
+  private readonly recentTrees = new Map<string, Files>();
   /** The content behind each version token handed out: the bases of later uploads. */
   private readonly served = new VersionContents();
   /** Times for stat: the Hub keeps none per file. */
@@ -213,8 +227,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
 
   private remember(commit: string | null, files: Files): void {
     if (commit === null) return;
-    this.history.set(commit, files);
-    if (this.history.size > HISTORY_SIZE) this.history.delete(this.history.keys().next().value as string);
+    this.recentTrees.set(commit, files);
+    if (this.recentTrees.size > HISTORY_SIZE) this.recentTrees.delete(this.recentTrees.keys().next().value as string);
   }
 
   private async load(): Promise<Snapshot> {
@@ -435,6 +449,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
     for (let attempt = 0; ; attempt++) {
       const durable = this.durable ?? (await this.load());
       conflicts.push(...rebaseBatch(batch, durable.files));
+      dropNoOps(batch, durable.files, durable.linked);
       if (batch.changes.size === 0) return conflicts;
       const files: Record<string, { type: "file"; content: string } | null> = {};
       for (const [key, content] of batch.changes) files[key] = content === null ? null : { type: "file", content };
@@ -586,6 +601,14 @@ export class ContextHubBackend implements BackendProtocolV2 {
     return result;
   }
 
+  /**
+   * Editor and tool scratch files (vim's swap, sed -i's temp file, emacs' locks) are not
+   * for the Hub: binary, short-lived, and every change here is a commit. A mount keeps them.
+   */
+  isScratchPath(path: string): boolean {
+    return isScratchName(path.slice(path.lastIndexOf("/") + 1));
+  }
+
   async stat(path: string): Promise<StatResult> {
     const k = toKey(path);
     if (k.error !== undefined) return failureLike(k);
@@ -677,13 +700,103 @@ export class ContextHubBackend implements BackendProtocolV2 {
     const head = fresh.commitHash ?? "";
     if (token === null) return { token: head, changed: "all" };
     if (sameCommit(token, fresh.commitHash)) return { token, changed: [] };
-    const before = [...this.history].find(([hash]) => sameCommit(hash, token))?.[1];
+    const before = [...this.recentTrees].find(([hash]) => sameCommit(hash, token))?.[1];
     if (before === undefined) return { token: head, changed: "all" };
     const changed = new Set<string>();
     for (const key of new Set([...Object.keys(before), ...Object.keys(fresh.files)])) {
       if (before[key] !== fresh.files[key]) changed.add(`/${key}`);
     }
     return { token: head, changed: [...changed] };
+  }
+
+  // ---- history ---------------------------------------------------------------------------
+
+  /** Commits scanned by one `history` call at most; past it the answer is truncated. */
+  private static readonly MAX_HISTORY_COMMITS = 1000;
+
+  /**
+   * The Hub commits that changed `path` (a file, or a directory and everything below it; `/`:
+   * the repo), newest first: the repo's commit list (`GET /commits/{owner}/{repo}/`, paged),
+   * each commit's tree diffed with its parent's (each tree pulled once). What the Hub holds
+   * only: changes waiting for their commit are in no entry. A repo that does not exist has no
+   * history (no entries). Stops at `limit` entries, or after MAX_HISTORY_COMMITS commits.
+   */
+  async history(path: string, limit: number): Promise<HistoryResult> {
+    const k = toKey(path);
+    if (k.error !== undefined) return failureLike(k);
+    if (!Number.isInteger(limit) || limit < 1) return failure("invalid_argument", `Error: history limit must be a positive integer, not ${limit}`);
+    if (typeof this.client.listCommits !== "function") return failure("unsupported", "Error: this Context Hub client cannot list commits");
+    const trees = new Map<string, Promise<Files>>();
+    const treeAt = (hash: string): Promise<Files> => {
+      let tree = trees.get(hash);
+      if (tree === undefined) {
+        tree = this.pullTreeAt(hash);
+        trees.set(hash, tree);
+        // A walk down one line of commits needs the last two trees (a commit's and its parent's).
+        if (trees.size > 4) trees.delete(trees.keys().next().value as string);
+      }
+      return tree;
+    };
+    const entries: HistoryEntry[] = [];
+    const commits = this.client.listCommits(this.identifier)[Symbol.asyncIterator]();
+    try {
+      let current: IteratorResult<unknown>;
+      try {
+        current = await commits.next();
+      } catch (error) {
+        // No such repo: nothing has history there.
+        if (isNotFoundError(error)) return { entries: [] };
+        throw error;
+      }
+      for (let scanned = 0; !current.done; scanned++) {
+        if (scanned === ContextHubBackend.MAX_HISTORY_COMMITS) return { entries, truncated: true };
+        const commit = current.value as HubCommitListing;
+        const older = await commits.next();
+        const parent = commit.parent_commit_hash ?? (older.done ? null : (older.value as HubCommitListing).commit_hash);
+        const [after, before] = await Promise.all([treeAt(commit.commit_hash), parent ? treeAt(parent) : Promise.resolve<Files>({})]);
+        const changes = ContextHubBackend.changesUnder(before, after, k.key);
+        if (changes.length > 0) {
+          entries.push({ id: commit.commit_hash, time: commit.created_at ?? "", changes });
+          if (entries.length >= limit) return older.done ? { entries } : { entries, truncated: true };
+        }
+        current = older;
+      }
+      return { entries };
+    } catch (error) {
+      return isHubError(error) ? hubFailure(error) : failure("unavailable", ContextHubBackend.unreachable(error));
+    } finally {
+      await commits.return?.().catch(() => undefined);
+    }
+  }
+
+  /** The repo's files at `hash` (links and their expansion aside, as fetchTree keeps them). */
+  private async pullTreeAt(hash: string): Promise<Files> {
+    const context = await this.client.pullAgent(this.identifier, { version: hash });
+    const files: Files = {};
+    for (const [path, entry] of Object.entries(context.files)) if (entry.type === "file") files[path] = entry.content;
+    return files;
+  }
+
+  /** What changed from `before` to `after` at `key` or below it ("" = everything), by virtual path. */
+  private static changesUnder(before: Files, after: Files, key: string): HistoryEntry["changes"] {
+    const under = (k: string) => key === "" || k === key || k.startsWith(`${key}/`);
+    const changes: HistoryEntry["changes"] = [];
+    for (const k of Object.keys(after)) {
+      if (!under(k)) continue;
+      if (!Object.prototype.hasOwnProperty.call(before, k)) changes.push({ path: `/${k}`, change: "added" });
+      else if (before[k] !== after[k]) changes.push({ path: `/${k}`, change: "modified" });
+    }
+    for (const k of Object.keys(before)) {
+      if (under(k) && !Object.prototype.hasOwnProperty.call(after, k)) changes.push({ path: `/${k}`, change: "deleted" });
+    }
+    return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
+  /** A failure without an HTTP status (connection refused, DNS): its message and its cause's code. */
+  private static unreachable(error: unknown): string {
+    const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+    const detail = typeof cause?.code === "string" ? cause.code : typeof cause?.message === "string" ? cause.message : undefined;
+    return hubUnavailable(detail && !errorMessage(error).includes(detail) ? `${errorMessage(error)} (${detail})` : error);
   }
 
   // ---- deepagents' public extras -------------------------------------------------------

@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { HubError, HubStore, type RepoMeta, type RepoType } from "./store.js";
+import { HubError, HubStore, type ListedCommit, type RepoMeta, type RepoType } from "./store.js";
 
 export interface Tenant {
   /** The `tenant_handle`: the owner name of the tenant's repos. */
@@ -76,6 +76,31 @@ function repoJson(meta: RepoMeta): Record<string, unknown> {
     num_commits: commit_hashes.length,
     last_commit_hash: commit_hashes[commit_hashes.length - 1] ?? null,
   };
+}
+
+/** A commit as the Hub's commit list gives it (`CommitWithLookups` of the API). */
+function commitJson(c: ListedCommit, repoId: string): Record<string, unknown> {
+  return {
+    id: c.id,
+    repo_id: repoId,
+    parent_id: c.parent_id,
+    parent_commit_hash: c.parent_hash,
+    commit_hash: c.commit_hash,
+    created_at: c.created_at,
+    updated_at: c.created_at,
+    manifest: {},
+    example_run_ids: [],
+    num_downloads: 0,
+    num_views: 0,
+  };
+}
+
+/** A paging parameter: a non-negative integer, `fallback` when absent; anything else is a 422. */
+function pageNumber(raw: string | null, fallback: number, name: string): number {
+  if (raw === null || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new HubError(422, `${name} must be a non-negative integer, not ${JSON.stringify(raw)}`);
+  return n;
 }
 
 export class HubEmulator {
@@ -276,6 +301,16 @@ export class HubEmulator {
         this.store.delete(owner, name);
         return [204, undefined];
       }
+    }
+    if ((m = /^\/commits\/([^/]+)\/([^/]+)$/.exec(p)) && method === "GET") {
+      // The commit list, newest first, paged by offset/limit (langsmith's listCommits).
+      const owner = this.owner(caller, decodeURIComponent(m[1]));
+      const name = decodeURIComponent(m[2]);
+      this.checkAccess(caller, owner, name, false);
+      const offset = pageNumber(q.get("offset"), 0, "offset");
+      const limit = pageNumber(q.get("limit"), 100, "limit");
+      const { repoId, commits, total } = this.store.listCommits(owner, name, offset, limit);
+      return [200, { commits: commits.map((c) => commitJson(c, repoId)), total }];
     }
     if ((m = /^\/platform\/hub\/repos\/([^/]+)\/([^/]+)\/directories(\/commits)?$/.exec(p))) {
       const owner = this.owner(caller, decodeURIComponent(m[1]));

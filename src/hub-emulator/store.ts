@@ -33,6 +33,11 @@ export interface CommitRecord {
   changes: Delta;
 }
 
+/** A commit in the commit list: with its parent's id (commits form one line, each on the head before it). */
+export interface ListedCommit extends CommitRecord {
+  parent_id: string | null;
+}
+
 export interface RepoMeta {
   id: string;
   owner: string;
@@ -52,7 +57,11 @@ interface Repo {
   meta: RepoMeta;
   commits: CommitRecord[];
   head: Tree;
+  /** Trees at every SNAPSHOT_EVERY-th commit, made on demand: a pull at an old commit replays at most that many deltas. */
+  snapshots?: Map<number, Tree>;
 }
+
+const SNAPSHOT_EVERY = 64;
 
 /** Thrown by the store; the server turns it into an HTTP status. */
 export class HubError extends Error {
@@ -243,9 +252,39 @@ export class HubStore {
     }
     const index = this.findCommitIndex(repo, ref);
     if (index < 0) throw new HubError(404, `Commit ${ref} not found in ${owner}/${name}`);
+    return { commit: repo.commits[index], tree: this.treeAtIndex(repo, index) };
+  }
+
+  /** The tree after commit `index`: from the nearest snapshot at or before it, replaying the deltas since. */
+  private treeAtIndex(repo: Repo, index: number): Tree {
+    if (index === repo.commits.length - 1) return repo.head;
+    const snapshots = (repo.snapshots ??= new Map());
+    let at = -1;
     let tree: Tree = {};
-    for (let i = 0; i <= index; i++) tree = applyDelta(tree, repo.commits[i].changes);
-    return { commit: repo.commits[index], tree };
+    // Snapshots are made in order, each from the one before (commits are only ever appended).
+    for (let s = SNAPSHOT_EVERY - 1; s <= index; s += SNAPSHOT_EVERY) {
+      let snapshot = snapshots.get(s);
+      if (snapshot === undefined) {
+        for (let i = at + 1; i <= s; i++) tree = applyDelta(tree, repo.commits[i].changes);
+        snapshot = tree;
+        snapshots.set(s, snapshot);
+      }
+      at = s;
+      tree = snapshot;
+    }
+    for (let i = at + 1; i <= index; i++) tree = applyDelta(tree, repo.commits[i].changes);
+    return tree;
+  }
+
+  /** The repo's commits, newest first, from `offset` (the commit list endpoint pages this way). */
+  listCommits(owner: string, name: string, offset: number, limit: number): { repoId: string; commits: ListedCommit[]; total: number } {
+    const repo = this.require(owner, name);
+    const total = repo.commits.length;
+    const commits: ListedCommit[] = [];
+    for (let i = total - 1 - offset; i >= 0 && commits.length < limit; i--) {
+      commits.push({ ...repo.commits[i], parent_id: repo.commits[i - 1]?.id ?? null });
+    }
+    return { repoId: repo.meta.id, commits, total };
   }
 
   /** The flattened tree: link entries stay, and a linked repo's files appear beneath them. */

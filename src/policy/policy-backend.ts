@@ -323,6 +323,11 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
   }
 
   /** A property of the wrapped backend, not an operation: forwarded unchecked. */
+  isScratchPath(path: string): boolean {
+    return this.forward("isScratchPath", path) as boolean;
+  }
+
+  /** A property of the wrapped backend, not an operation: forwarded unchecked. */
   fileSizeLimit(path: string): number | undefined {
     return this.forward("fileSizeLimit", path) as number | undefined;
   }

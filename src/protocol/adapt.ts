@@ -14,6 +14,7 @@ import type {
   ReadResult,
   SandboxBackendProtocolV2,
 } from "./types.js";
+import { OPTIONAL_METHODS } from "./capabilities.js";
 import { migrateToFileDataV2 } from "./file-data.js";
 import { applyGrepMaxCount } from "./grep.js";
 
@@ -80,21 +81,19 @@ export function adaptBackendProtocol(backend: AnyBackendProtocol): BackendProtoc
 }
 
 /**
- * The optional capabilities (rename, stat, sync, ...) are not part of deepagents' protocol;
- * the adapter forwards them so that a mount over an adapted backend keeps them.
+ * The optional methods beyond deepagents' protocol (rename, stat, sync, ...: OPTIONAL_METHODS)
+ * are forwarded, so that a mount over an adapted backend keeps them. A sandbox's execute is
+ * adaptSandboxProtocol's; what the protocol part above set already stays.
  */
-const CAPABILITY_METHODS = ["rename", "stat", "sync", "changesSince", "watch", "mkdir", "close", "xattrs", "uploadFilesFrom", "renameFrom", "readRange", "setMetadata", "fileSizeLimit", "lsStat"] as const;
-
 function copyCapabilities(from: object, to: object): void {
-  for (const name of CAPABILITY_METHODS) {
+  for (const name of OPTIONAL_METHODS) {
     const method = (from as Record<string, unknown>)[name];
-    if (typeof method === "function") {
-      Object.defineProperty(to, name, {
-        value: (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(from, args),
-        enumerable: false,
-        configurable: true,
-      });
-    }
+    if (name === "execute" || typeof method !== "function" || typeof (to as Record<string, unknown>)[name] === "function") continue;
+    Object.defineProperty(to, name, {
+      value: (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(from, args),
+      enumerable: false,
+      configurable: true,
+    });
   }
 }
 

@@ -213,6 +213,16 @@ export interface History {
   history(path: string, limit: number): MaybePromise<HistoryResult>;
 }
 
+/**
+ * Paths a backend does not store: editor and tool scratch files (scratch-names.ts) on a route
+ * that cannot hold them (a Hub route: text only, every change a commit). A mount keeps such
+ * files in memory for its lifetime, so the tool that made them works and the backend never
+ * sees them; a rename onto a stored name stores the content there (sed -i, rsync).
+ */
+export interface ScratchNames {
+  isScratchPath(path: string): boolean;
+}
+
 /** Every capability at once: what a wrapper implements, so TypeScript checks it forgets none. */
 export interface AllCapabilities
   extends Renamable,
@@ -228,7 +238,8 @@ export interface AllCapabilities
     FileSizeLimit,
     MetadataStorage,
     BaseAwareUploads,
-    History {}
+    History,
+    ScratchNames {}
 
 /**
  * Every optional method by name: the protocol's own (delete, uploadFiles, downloadFiles, a
@@ -255,6 +266,7 @@ export const OPTIONAL_METHODS = [
   "setMetadata",
   "uploadFilesFrom",
   "history",
+  "isScratchPath",
 ] as const;
 
 export type OptionalMethod = (typeof OPTIONAL_METHODS)[number];
@@ -291,4 +303,5 @@ export const canLsStat = (b: unknown): b is DirectoryStats => hasMethod(b, "lsSt
 export const hasFileSizeLimit = (b: unknown): b is FileSizeLimit => hasMethod(b, "fileSizeLimit");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");
 export const canListHistory = (b: unknown): b is History => hasMethod(b, "history");
+export const hasScratchNames = (b: unknown): b is ScratchNames => hasMethod(b, "isScratchPath");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");

@@ -59,3 +59,4 @@ export {
 } from "./file-map.js";
 export { boundedLru } from "./bounded-lru.js";
 export { failure, failureLike, failureOf, withErrorCode, withCodeOf, errorCodeOf, systemErrorCode, inferErrorCode, reasonOf, type ErrorCode } from "./error-code.js";
+export { isScratchName } from "./scratch-names.js";

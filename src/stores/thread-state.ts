@@ -21,9 +21,13 @@
  * merges them again on top of a checkpoint that forked from ours.
  */
 import { randomUUID } from "node:crypto";
-import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
+import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import {
+  checkVirtualPath,
   failure,
+  failureLike,
+  isPathWithin,
   withErrorCode,
   downloadFromFiles,
   globFiles,
@@ -51,6 +55,8 @@ import {
   isEmptyUpdate,
   type GlobResult,
   type GrepResult,
+  type HistoryEntry,
+  type HistoryResult,
   type LsResult,
   type Planned,
   type ReadRawResult,
@@ -177,7 +183,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private readonly commitRetryMs: number;
   private retryDelayMs: number;
   private readonly conflictLog: FileConflict[] = [];
-  private readonly history?: ThreadStateOptions["history"];
+  private readonly historyPolicy?: ThreadStateOptions["history"];
   private pruneTimer: NodeJS.Timeout | undefined;
   private lastSweep = 0;
   private readonly writerId = randomUUID();
@@ -202,9 +208,9 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
     this.durable = options.durable;
-    this.history = options.history;
+    this.historyPolicy = options.history;
     // What earlier sessions left to prune goes soon after start.
-    if (this.history && this.history.policy.keep !== "all") this.schedulePrune(PRUNE_AT_START_MS);
+    if (this.historyPolicy && this.historyPolicy.policy.keep !== "all") this.schedulePrune(PRUNE_AT_START_MS);
   }
 
   /** Files kept as conflict copies so far (ours beside theirs). */
@@ -255,6 +261,83 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     for (const key of Object.keys(before)) if (versionOf(before[key]) !== versionOf(after[key])) changed.add(key);
     for (const key of Object.keys(after)) if (!(key in before)) changed.add(key);
     return { token: now, changed: [...changed].sort() };
+  }
+
+  /**
+   * The checkpoints that changed `path` (a file, or a directory and everything below it; `/`:
+   * every file), newest first: the thread's line of checkpoints from the latest back through
+   * its parents (a fork that was overtaken is not on it), each one's files compared with its
+   * parent's by entry (the same FileData, or the same version). Committed checkpoints only:
+   * our pending writes are in no entry. The summary is the checkpoint's source ("update",
+   * "loop", "input"), "(mount)" when this backend's kind wrote it. Checkpoints are read
+   * through the saver a page at a time and decoded one by one; it stops at `limit` entries.
+   */
+  async history(path: string, limit: number): Promise<HistoryResult> {
+    const check = checkVirtualPath(path);
+    if (check.error !== undefined) return failureLike(check);
+    if (!Number.isInteger(limit) || limit < 1) return failure("invalid_argument", `Error: history limit must be a positive integer, not ${limit}`);
+    const key = check.path;
+    const changesBetween = (before: FilesMap, after: FilesMap): HistoryEntry["changes"] => {
+      const changes: HistoryEntry["changes"] = [];
+      for (const k of Object.keys(after)) {
+        if (!isPathWithin(k, key)) continue;
+        const was = Object.prototype.hasOwnProperty.call(before, k) ? before[k] : undefined;
+        if (was === undefined) changes.push({ path: k, change: "added" });
+        else if (was !== after[k] && versionOf(was) !== versionOf(after[k])) changes.push({ path: k, change: "modified" });
+      }
+      for (const k of Object.keys(before)) {
+        if (isPathWithin(k, key) && !Object.prototype.hasOwnProperty.call(after, k)) changes.push({ path: k, change: "deleted" });
+      }
+      return changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    };
+    const entryOf = (tuple: CheckpointTuple, changes: HistoryEntry["changes"]): HistoryEntry => {
+      const metadata = (tuple.metadata ?? {}) as Record<string, unknown>;
+      const source = typeof metadata.source === "string" ? metadata.source : undefined;
+      const writes = metadata.writes && typeof metadata.writes === "object" ? Object.keys(metadata.writes) : [];
+      const byMount = typeof metadata[WRITER_METADATA_KEY] === "string";
+      const summary = [source, writes.length > 0 ? `(${writes.join(", ")})` : undefined, byMount ? "(mount)" : undefined].filter(Boolean).join(" ");
+      const entry: HistoryEntry = { id: tuple.checkpoint.id, time: tuple.checkpoint.ts, changes };
+      if (summary !== "") entry.summary = summary;
+      return entry;
+    };
+    const entries: HistoryEntry[] = [];
+    /** The newer checkpoint of the pair being compared, and the id of its parent (the next on the line). */
+    let child: { tuple: CheckpointTuple; files: FilesMap } | undefined;
+    let next: string | undefined;
+    let before: RunnableConfig | undefined;
+    try {
+      const saver = await this.checkpoints.saver();
+      scan: for (let page = Math.min(limit + 1, 32); ; page = Math.min(page * 2, 64)) {
+        let seen = 0;
+        for await (const tuple of saver.list(this.checkpoints.config(), { limit: page, before })) {
+          seen++;
+          const id = tuple.checkpoint.id;
+          before = this.checkpoints.config(id);
+          // Newer than the parent we look for: another branch. Older: the parent is gone, this is the next kept.
+          if (child !== undefined && next !== undefined && id > next) continue;
+          const files = filesOf(tuple);
+          if (child !== undefined) {
+            const changes = changesBetween(files, child.files);
+            if (changes.length > 0 && entries.push(entryOf(child.tuple, changes)) >= limit) {
+              const more = parentIdOf(tuple) !== undefined || changesBetween({}, files).length > 0;
+              return more ? { entries, truncated: true } : { entries };
+            }
+          }
+          child = { tuple, files };
+          next = parentIdOf(tuple);
+          if (next === undefined) break scan;
+        }
+        if (seen < page) break;
+      }
+    } catch (error) {
+      return failure("unavailable", `Error reading the history of thread '${this.threadId}': ${errorMessage(error)}`);
+    }
+    // The oldest checkpoint on the line: what it holds, it added.
+    if (child !== undefined) {
+      const changes = changesBetween({}, child.files);
+      if (changes.length > 0) entries.push(entryOf(child.tuple, changes));
+    }
+    return { entries };
   }
 
   // -------------------------------------------------------------------------------------
@@ -350,7 +433,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    * and the next try comes with the next commits.
    */
   async pruneHistory(): Promise<{ checkpoints: number; blobs: number }> {
-    const history = this.history;
+    const history = this.historyPolicy;
     if (!history || history.policy.keep === "all") return { checkpoints: 0, blobs: 0 };
     try {
       const checkpoints = await history.store.prune(this.threadId, this.checkpointNs, history.policy);
@@ -531,7 +614,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       // A failed batch went back into pending: it has just landed with this one.
       this.commitFailure = undefined;
       // Superseded commits become prunable once their grace has passed.
-      if (this.history && this.history.policy.keep !== "all") this.schedulePrune(this.history.policy.graceMs + PRUNE_SLACK_MS);
+      if (this.historyPolicy && this.historyPolicy.policy.keep !== "all") this.schedulePrune(this.historyPolicy.policy.graceMs + PRUNE_SLACK_MS);
       return true;
     } catch (error) {
       // Keep the data: later writes win over the failed batch, which keeps its base versions

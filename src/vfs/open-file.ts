@@ -15,6 +15,11 @@ export class OpenFile {
   dirty = false;
   /** Created by the mount and never uploaded: the backend does not know it yet. */
   local = false;
+  /**
+   * An editor's or tool's scratch file on a route that does not keep them (ScratchNames):
+   * held here until unlinked or unmounted, never uploaded (always `local`).
+   */
+  scratch = false;
   /** Unlinked or replaced: readers keep their data, nothing is uploaded any more. */
   detached = false;
   /** `data` is also held by the page cache or an upload in flight: copy before writing. */

@@ -14,6 +14,7 @@ import {
   canReadRange,
   canSetMetadata,
   hasFileSizeLimit,
+  hasScratchNames,
   canRename,
   canRenameFromBase,
   canStat,
@@ -229,6 +230,7 @@ export class Vfs {
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
     const file = this.acquire(path);
+    if (!existed && this.isScratch(path)) file.scratch = true;
     if (!existed) {
       file.base = null;
       // The creator's mode (umask applied by the kernel), kept in memory like chmod's.
@@ -293,7 +295,7 @@ export class Vfs {
     const file = this.handle(fh).file;
     await this.upload(file);
     const backend = this.backend;
-    if (!canSync(backend)) return;
+    if (!canSync(backend) || file.scratch) return;
     const path = file.path;
     const result = await this.call("sync", () => backend.sync(path));
     if (!result.error) return;
@@ -317,7 +319,8 @@ export class Vfs {
         return;
       }
     }
-    if (file.refs === 0 && this.files.get(file.path) === file) this.files.delete(file.path);
+    // A scratch file lives here, not in the backend: it stays until unlinked.
+    if (file.refs === 0 && this.files.get(file.path) === file && !file.scratch) this.files.delete(file.path);
   }
 
   // ---- namespace ----
@@ -410,6 +413,7 @@ export class Vfs {
     }
     const toParent = await this.attr(parentOf(to));
     if (!toParent.isDir) throw new FsError("ENOTDIR", to);
+    if (!fromAttr.isDir && (source?.scratch || this.isScratch(to))) return this.renameScratch(from, to, toAttr !== undefined);
     // The backend must hold what the mount wrote before anything moves.
     for (const file of this.filesWithin(from)) if (file.dirty || file.local) await this.upload(file);
     if (toAttr?.isDir) await this.removeEmptyDir(to);
@@ -841,6 +845,63 @@ export class Vfs {
     }
   }
 
+  // ---- internals: scratch files ----
+
+  /** A name the backend does not keep (an editor's swap file on a Hub route): the mount holds it. */
+  private isScratch(path: string): boolean {
+    const backend = this.backend;
+    return hasScratchNames(backend) && backend.isScratchPath(path);
+  }
+
+  /**
+   * A rename from or to a scratch name. Scratch to scratch moves it here. Scratch onto a
+   * stored name (sed -i, rsync: temp file renamed over the original) uploads its content to
+   * the target, derived from the version of the target this mount served (a save). A stored
+   * file renamed to a scratch name (vim's backup, `mv f f~`) is loaded, kept here and removed
+   * from the backend.
+   */
+  private async renameScratch(from: string, to: string, targetExists: boolean): Promise<void> {
+    const source = this.acquire(from);
+    try {
+      if (!source.scratch) {
+        await this.load(source);
+        if (!source.local) await this.deleteInBackend(from);
+        this.forget(from);
+        this.keepParent(from);
+      }
+      const replaced = this.files.get(to);
+      if (replaced && replaced !== source) this.detach(replaced);
+      this.files.delete(from);
+      source.path = to;
+      this.files.set(to, source);
+      this.moveOverlays(from, to);
+      this.forget(to);
+      source.scratch = this.isScratch(to);
+      source.local = true;
+      if (!source.scratch) {
+        // Onto a stored name: a save of the target, from the version of it this mount served.
+        source.local = !targetExists;
+        source.base = targetExists ? this.served.get(to)?.base : null;
+
+        source.dirty = true;
+        source.changes++;
+        await this.upload(source);
+        // As after a rename that named a base: the target may now hold a merge, read it afresh.
+        this.forget(to);
+        this.served.delete(to);
+      }
+      this.addToListing(to, false);
+    } finally {
+      await this.releaseFile(source);
+    }
+  }
+
+  /** Drops one reference taken with `acquire` (the handle-less counterpart of release). */
+  private async releaseFile(file: OpenFile): Promise<void> {
+    const fh = this.addHandle(file, false);
+    await this.release(fh);
+  }
+
   // ---- internals: content ----
 
   private acquire(path: string): OpenFile {
@@ -955,6 +1016,10 @@ export class Vfs {
   private async upload(file: OpenFile): Promise<void> {
     while (file.uploading) await file.uploading.catch(() => undefined);
     if (!file.dirty || file.detached) return;
+    if (file.scratch) {
+      file.dirty = false;
+      return;
+    }
     // An overwrite that has not covered the old content yet uploads it merged.
     if (file.unloadedSize !== null) await this.load(file);
     const backend = this.backend;

@@ -1,6 +1,6 @@
 /**
- * Forwarding of optional capabilities: every backend in every wrapper (the policy wrappers
- * and the composite, as its default and as a route) still offers each optional method the
+ * Forwarding of optional capabilities: every backend in every wrapper (the policy wrappers,
+ * the V1/V2 adapter, and the composite, as its default and as a route) still offers each optional method the
  * backend has, and a call through the wrapper reaches the backend's own method. A capability
  * the wrappers forgot (setMetadata, readRange, lsStat were, under `permissions:`) fails here.
  */
@@ -18,7 +18,15 @@ import { StateBackend } from "../../src/backends/state.js";
 import { StoreBackend } from "../../src/backends/store.js";
 import { startHubEmulator, type HubEmulator } from "../../src/hub-emulator/index.js";
 import { AuditLogBackend, DenyPrefixesBackend, PermissionsBackend, RateLimitBackend } from "../../src/policy/index.js";
-import { hasMethod, OPTIONAL_METHODS, type BackendProtocolV2, type OptionalMethod } from "../../src/protocol/index.js";
+import {
+  adaptBackendProtocol,
+  adaptSandboxProtocol,
+  hasMethod,
+  isSandboxProtocol,
+  OPTIONAL_METHODS,
+  type BackendProtocolV2,
+  type OptionalMethod,
+} from "../../src/protocol/index.js";
 import { sqliteCheckpointer } from "../../src/stores/checkpointers.js";
 import { ThreadStateBackend } from "../../src/stores/thread-state.js";
 import { hubClient } from "../hub/helpers.js";
@@ -65,6 +73,7 @@ const WRAPPERS: Record<string, { wrap: (b: BackendProtocolV2) => BackendProtocol
   },
   "deny-prefixes": { wrap: (b) => new DenyPrefixesBackend(b, ["/protected/"]), prefix: "" },
   "audit-log": { wrap: (b) => new AuditLogBackend(b, () => undefined), prefix: "" },
+  adapter: { wrap: (b) => (isSandboxProtocol(b) ? adaptSandboxProtocol(b) : adaptBackendProtocol(b)), prefix: "" },
   "rate-limit": { wrap: (b) => new RateLimitBackend(b, { capacity: 1e9, refillPerSecond: 1e9 }), prefix: "" },
   "composite (default)": { wrap: (b) => new CompositeBackend(b, { "/other/": new StoreBackend({ store: new InMemoryStore() }) }), prefix: "" },
   "composite (route)": { wrap: (b) => new CompositeBackend(new StoreBackend({ store: new InMemoryStore() }), { "/r/": b }), prefix: "/r" },
@@ -94,6 +103,7 @@ function callOf(name: OptionalMethod, p: string): unknown[] {
     setMetadata: [file, { mode: 0o600 }],
     uploadFilesFrom: [[{ path: file, content: bytes, baseVersion: null }]],
     history: [file, 5],
+    isScratchPath: [`${p}/.f.txt.swp`],
   };
   return calls[name];
 }
