@@ -112,6 +112,13 @@ export class Vfs {
   /** Directories that must never be removed or renamed (composite route roots). */
   private readonly pinnedDirs = new Set<string>();
   private readonly overlays = new Map<string, Overlay>();
+  /**
+   * When the mount last changed each directory's entries (create, mkdir, unlink, rmdir,
+   * rename): shown as its mtime and ctime where later than what the backend says, so a
+   * parent's times move at once, as on a disk, not after the attribute cache expires (and a
+   * key-value backend, which keeps no directory times, shows one at all).
+   */
+  private readonly entriesChangedAt = boundedLru<string, number>(200_000);
   /** The last ls entry seen per path (size and time for stat-less backends). */
   private readonly lsInfo = boundedLru<string, FileInfo>(200_000);
   private readonly versionSeen = boundedLru<string, { version: string; ms: number }>(200_000);
@@ -241,6 +248,7 @@ export class Vfs {
     file.local = !existed;
     file.truncate(0);
     this.addToListing(path, false);
+    if (!existed) this.entriesChanged(parentOf(path));
     return this.addHandle(file, true);
   }
 
@@ -353,6 +361,7 @@ export class Vfs {
     if (file) this.detach(file);
     this.forget(path);
     this.keepParent(path);
+    this.entriesChanged(parentOf(path));
   }
 
   async mkdir(path: string, mode: number): Promise<void> {
@@ -373,6 +382,8 @@ export class Vfs {
     this.overlays.set(path, { mode: mode & 0o7777 });
     if (!this.implicitDirs.has(path) && (mode & 0o7777) !== DEFAULT_DIR_MODE) await this.storeMetadata(path, { mode: mode & 0o7777 });
     this.addToListing(path, true);
+    this.entriesChanged(path);
+    this.entriesChanged(parentOf(path));
   }
 
   async rmdir(path: string): Promise<void> {
@@ -390,6 +401,8 @@ export class Vfs {
     this.forget(path);
     this.listings.delete(path);
     this.keepParent(path);
+    this.entriesChangedAt.delete(path);
+    this.entriesChanged(parentOf(path));
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -445,11 +458,13 @@ export class Vfs {
       this.addToListing(to, false);
     }
     this.keepParent(from);
+    this.entriesChanged(parentOf(from), parentOf(to));
   }
 
   async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
     this.check("write", path);
     await this.attr(path);
+    this.entriesChangedAt.delete(path);
     if (!this.files.get(path)?.local) await this.storeMetadata(path, { atimeMs, mtimeMs });
     const overlay = this.overlay(path);
     overlay.atimeMs = atimeMs;
@@ -778,6 +793,11 @@ export class Vfs {
     return all;
   }
 
+  private entriesChanged(...dirs: string[]): void {
+    const now = Date.now();
+    for (const dir of dirs) this.entriesChangedAt.set(dir, now);
+  }
+
   private addToListing(path: string, isDir: boolean): void {
     this.listings.get(parentOf(path))?.set(basenameOf(path), isDir);
   }
@@ -810,7 +830,8 @@ export class Vfs {
   private toStat(path: string, attr: Attr): VfsStat {
     const overlay = this.overlays.get(path);
     const perm = overlay?.mode ?? attr.mode ?? (attr.isDir ? DEFAULT_DIR_MODE : DEFAULT_FILE_MODE);
-    const mtime = overlay?.mtimeMs ?? attr.mtimeMs;
+    const changedAt = attr.isDir ? this.entriesChangedAt.get(path) : undefined;
+    const mtime = Math.max(overlay?.mtimeMs ?? attr.mtimeMs, changedAt ?? -Infinity);
     return {
       mode: (attr.isDir ? S_IFDIR : S_IFREG) | perm,
       size: attr.size,
@@ -891,6 +912,7 @@ export class Vfs {
         this.served.delete(to);
       }
       this.addToListing(to, false);
+      this.entriesChanged(parentOf(from), parentOf(to));
     } finally {
       await this.releaseFile(source);
     }
@@ -1071,6 +1093,7 @@ export class Vfs {
     if (!file.local) await this.deleteInBackend(file.path);
     this.forget(file.path);
     this.keepParent(file.path);
+    this.entriesChanged(parentOf(file.path));
     this.files.delete(file.path);
     file.detached = true;
     file.dirty = false;
@@ -1123,6 +1146,11 @@ export class Vfs {
         return;
       }
       const error = backendError(result, "rename", from, to);
+      // A directory only the mount knows (made by mkdir, nothing stored below it yet).
+      if (error.code === "ENOENT" && this.implicitDirs.has(from)) {
+        this.moveImplicitDirs(from, to);
+        return;
+      }
       if (error.code !== "EXDEV" && error.code !== "ENOTSUP") throw error;
     }
     // Non-atomic fallback: every file is copied, then the old tree removed.
