@@ -111,7 +111,8 @@ export class Connections {
         const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
         const postgresStore = new PostgresStore({ connectionOptions: c.url });
         this.closers.push(() => postgresStore.stop());
-        await postgresStore.setup();
+        const { underMigrationLock } = await import("../stores/pg-transaction.js");
+        await underMigrationLock(await this.pool(c.url), () => postgresStore.setup());
         store = postgresStore;
       }
     } catch (error) {

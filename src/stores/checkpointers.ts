@@ -52,6 +52,7 @@ export async function postgresCheckpointer(pool: pg.Pool, options: { storage?: S
   const { PostgresSaver } = await import("@langchain/langgraph-checkpoint-postgres");
   const { ContentSerializer } = await import("./content-serializer.js");
   const saver = new PostgresSaver(pool, new ContentSerializer(postgresFilesManifest(pool), undefined, options.storage !== "inline"));
-  await saver.setup();
+  const { underMigrationLock } = await import("./pg-transaction.js");
+  await underMigrationLock(pool, () => saver.setup());
   return saver;
 }

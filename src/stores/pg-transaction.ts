@@ -15,3 +15,29 @@ export async function inPgTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
     client.release();
   }
 }
+
+/** The advisory lock key schema migrations take ("bfsmig" in ASCII). */
+const MIGRATION_LOCK_KEY = 0x6266736d6967;
+
+/**
+ * Runs `setup` (LangGraph's PostgresSaver/PostgresStore migrations, our CREATE TABLEs) while
+ * holding a session advisory lock on the database: two processes opening a fresh database at
+ * once (two mounts, a mount and an agent) otherwise both find no migration done and one fails
+ * with a duplicate key on the migrations table. The lock lives on a connection of its own
+ * (with the pool's settings), so a setup that uses the pool cannot wait for it.
+ */
+export async function underMigrationLock<T>(pool: pg.Pool, setup: () => Promise<T>): Promise<T> {
+  const { default: pgModule } = await import("pg");
+  const client = new pgModule.Client((pool as unknown as { options: pg.ClientConfig }).options);
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+    try {
+      return await setup();
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
