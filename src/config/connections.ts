@@ -70,9 +70,9 @@ export class Connections {
     let handle: CheckpointerHandle;
     try {
       if (c.kind === "sqlite") {
-        const db = this.sqliteDb(c.file);
+        const db = await whileBusy(() => this.sqliteDb(c.file));
         // The reader queries the file now, so a bad file fails here rather than at first use.
-        const reader = new SqliteCheckpointReader(db, sqliteFilesManifest(db));
+        const reader = await whileBusy(() => new SqliteCheckpointReader(db, sqliteFilesManifest(db)));
         let saver: Promise<BaseCheckpointSaver> | undefined;
         const load = () => {
           saver ??= import("../stores/checkpointers.js").then(({ sqliteCheckpointer }) => sqliteCheckpointer(db, { storage }));
@@ -104,7 +104,7 @@ export class Connections {
       if (c.kind === "sqlite") {
         mkdirSync(dirname(c.file), { recursive: true });
         const { SqliteStore } = await import("../stores/sqlite-store.js");
-        const sqliteStore = new SqliteStore(c.file);
+        const sqliteStore = await whileBusy(() => new SqliteStore(c.file));
         this.closers.push(() => sqliteStore.close());
         store = sqliteStore;
       } else {
@@ -140,14 +140,19 @@ export class Connections {
     if (known) return known;
     mkdirSync(dirname(file), { recursive: true });
     const db = new Database(file);
+    try {
+      // WAL and a busy timeout: other processes (another CLI, a mount, the agent) share the file.
+      db.pragma("busy_timeout = 5000");
+      db.pragma("journal_mode = WAL");
+      // Explicit: SQLite leaves FULL on the connection that first turned the file to WAL and
+      // NORMAL on later ones. NORMAL: a commit survives a crash of the process (the mount's
+      // close); power-loss durability is fsync's job (`durable`: the WAL is fsync'd).
+      db.pragma("synchronous = NORMAL");
+    } catch (error) {
+      db.close();
+      throw error;
+    }
     this.closers.push(() => db.close());
-    // WAL and a busy timeout: other processes (another CLI, a mount, the agent) share the file.
-    db.pragma("busy_timeout = 5000");
-    db.pragma("journal_mode = WAL");
-    // Explicit: SQLite leaves FULL on the connection that first turned the file to WAL and
-    // NORMAL on later ones. NORMAL: a commit survives a crash of the process (the mount's
-    // close); power-loss durability is fsync's job (`durable`: the WAL is fsync'd).
-    db.pragma("synchronous = NORMAL");
     this.sqlite.set(file, db);
     return db;
   }
@@ -162,6 +167,25 @@ export class Connections {
     this.closers.push(() => pool.end());
     this.pools.set(url, pool);
     return pool;
+  }
+}
+
+/**
+ * Runs `open` again while SQLite answers SQLITE_BUSY, for up to 10 s. Processes opening one
+ * fresh file at once (six `backendfs put` started together) race to turn it to WAL and create
+ * its tables; some of those steps fail at once with "database is locked" instead of waiting
+ * for the busy timeout.
+ */
+async function whileBusy<T>(open: () => T): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 200)) {
+    try {
+      return open();
+    } catch (error) {
+      const code = (error as { code?: unknown }).code ?? ((error as { cause?: { code?: unknown } }).cause?.code);
+      if ((code !== "SQLITE_BUSY" && code !== "SQLITE_LOCKED") || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
   }
 }
 

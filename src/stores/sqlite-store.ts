@@ -151,6 +151,7 @@ export class SqliteStore implements BaseStore {
       this.db.pragma("synchronous = NORMAL");
       this.db.exec(SCHEMA);
     } catch (error) {
+      (this as unknown as { db?: Database.Database }).db?.close();
       throw new Error(`Cannot open SQLite store '${filename}': ${(error as Error).message}`, { cause: error });
     }
     this.statements = {

@@ -3,7 +3,7 @@ import { existsSync, writeFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { cliPerTest } from "./helpers/build-cli.js";
 
-const cli = cliPerTest("backendfs-cli-cli.cwd()-");
+const cli = cliPerTest("backendfs-cli-cwd-");
 const run = cli.run;
 
 // Every step is a new Node process (about 1-3 s each on a busy machine).
