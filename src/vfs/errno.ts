@@ -82,10 +82,6 @@ export class FsError extends Error {
   }
 }
 
-export function errnoNameOfCode(code: ErrorCode): ErrnoName {
-  return ERRNO_OF_CODE[code];
-}
-
 /**
  * A backend's failed result (or a per-file error code) as an FsError. `paths` are the paths
  * the operation named: the message is `operation path...: error`.

@@ -315,7 +315,11 @@ export class Vfs {
     const handle = this.handles.get(fh);
     if (!handle) return;
     this.handles.delete(fh);
-    const file = handle.file;
+    await this.dropRef(handle.file);
+  }
+
+  /** One reference let go (a handle's, or an internal `acquire`'s): the last uploads what is left. */
+  private async dropRef(file: OpenFile): Promise<void> {
     file.refs--;
     if (file.refs > 0) return;
     if (file.dirty && !file.detached) {
@@ -914,14 +918,8 @@ export class Vfs {
       this.addToListing(to, false);
       this.entriesChanged(parentOf(from), parentOf(to));
     } finally {
-      await this.releaseFile(source);
+      await this.dropRef(source);
     }
-  }
-
-  /** Drops one reference taken with `acquire` (the handle-less counterpart of release). */
-  private async releaseFile(file: OpenFile): Promise<void> {
-    const fh = this.addHandle(file, false);
-    await this.release(fh);
   }
 
   // ---- internals: content ----
