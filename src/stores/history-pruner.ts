@@ -13,7 +13,8 @@
  * "all" keeps every commit.
  *
  * The sweep deletes blobs of the content store that no checkpoint, write or shard names,
- * written longer ago than `graceMs` (content-store.ts: a writer touches what it names).
+ * written longer ago than the grace, and never less than BLOB_GRACE_MS (sweepGraceMs;
+ * content-store.ts: a writer touches what it stores).
  * Blobs are shared by every thread of the database, so it reads them all; it runs rarely.
  */
 import type Database from "better-sqlite3";
@@ -50,8 +51,18 @@ export interface CheckpointRow {
 export interface CheckpointHistory {
   /** Removes what the policy lets go of in one thread; the number of checkpoints removed. */
   prune(threadId: string, checkpointNs: string, policy: HistoryPolicy): Promise<number>;
-  /** Deletes blobs nothing names, written more than `graceMs` ago; the number deleted. */
+  /** Deletes blobs nothing names, written more than `graceMs` (at least BLOB_GRACE_MS) ago; the number deleted. */
   sweep(graceMs: number): Promise<number>;
+}
+
+/**
+ * The sweep's grace, whatever the policy's: a writer renews a stored blob's time only when it
+ * is older than BLOB_TOUCH_MS (content-store.ts), and names a blob it just stored a moment
+ * later, in its checkpoint. A sweep that took unnamed blobs younger than BLOB_GRACE_MS could
+ * delete one such a writer is about to name. The policy's grace still governs checkpoints.
+ */
+export function sweepGraceMs(graceMs: number): number {
+  return Math.max(graceMs, BLOB_GRACE_MS);
 }
 
 /** LangGraph's checkpoint ids are UUIDv6: their first 60 bits are the time in 100 ns since 1582. */
@@ -139,6 +150,8 @@ export class SqliteHistory implements CheckpointHistory {
   async sweep(graceMs: number): Promise<number> {
     if (!this.hasTable(BLOB_TABLE)) return 0;
     const db = this.db;
+    // Taken before the names are read: a blob stored after it is never a candidate.
+    const cutoff = Date.now() - sweepGraceMs(graceMs);
     const keys = new Set<string>();
     if (this.hasTable("checkpoints")) {
       for (const row of db.prepare(`SELECT CAST(checkpoint AS TEXT) AS text FROM checkpoints WHERE type = ?`).iterate(CONTENT_TYPE) as Iterable<{ text: string }>) namedKeys(row.text, keys);
@@ -148,10 +161,9 @@ export class SqliteHistory implements CheckpointHistory {
     }
     const shard = db.prepare(`SELECT CAST(data AS TEXT) AS text FROM ${BLOB_TABLE} WHERE key = ?`);
     await addShardContents(keys, async (key) => (shard.get(key) as { text: string } | undefined)?.text);
-    const old = db.prepare(`SELECT key FROM ${BLOB_TABLE} WHERE stored_at < ?`).all(Date.now() - graceMs) as Array<{ key: string }>;
+    const old = db.prepare(`SELECT key FROM ${BLOB_TABLE} WHERE stored_at < ?`).all(cutoff) as Array<{ key: string }>;
     const doomed = old.map((r) => r.key).filter((key) => !keys.has(key));
     const remove = db.prepare(`DELETE FROM ${BLOB_TABLE} WHERE key = ? AND stored_at < ?`);
-    const cutoff = Date.now() - graceMs;
     db.transaction(() => {
       for (const key of doomed) remove.run(key, cutoff);
     })();
@@ -197,6 +209,9 @@ export class PostgresHistory implements CheckpointHistory {
   async sweep(graceMs: number): Promise<number> {
     const exists = await this.pool.query("SELECT to_regclass($1) IS NOT NULL AS ok", [BLOB_TABLE]);
     if (!(exists.rows[0] as { ok: boolean }).ok) return 0;
+    // Taken before the names are read, on the server's clock (stored_at is its now()).
+    const { rows } = await this.pool.query<{ cutoff: Date }>("SELECT now() - make_interval(secs => $1) AS cutoff", [sweepGraceMs(graceMs) / 1000]);
+    const cutoff = rows[0]!.cutoff;
     const keys = new Set<string>();
     for (const table of ["checkpoint_blobs", "checkpoint_writes"]) {
       const { rows } = await this.pool.query<{ text: string }>(`SELECT convert_from(blob, 'UTF8') AS text FROM ${table} WHERE type = $1`, [CONTENT_TYPE]);
@@ -206,11 +221,10 @@ export class PostgresHistory implements CheckpointHistory {
       const { rows } = await this.pool.query<{ text: string }>(`SELECT convert_from(data, 'UTF8') AS text FROM ${BLOB_TABLE} WHERE key = $1`, [key]);
       return rows[0]?.text;
     });
-    const seconds = graceMs / 1000;
-    const old = await this.pool.query<{ key: string }>(`SELECT key FROM ${BLOB_TABLE} WHERE stored_at < now() - make_interval(secs => $1)`, [seconds]);
+    const old = await this.pool.query<{ key: string }>(`SELECT key FROM ${BLOB_TABLE} WHERE stored_at < $1`, [cutoff]);
     const doomed = old.rows.map((r) => r.key).filter((key) => !keys.has(key));
     if (doomed.length > 0) {
-      await this.pool.query(`DELETE FROM ${BLOB_TABLE} WHERE key = ANY($1::text[]) AND stored_at < now() - make_interval(secs => $2)`, [doomed, seconds]);
+      await this.pool.query(`DELETE FROM ${BLOB_TABLE} WHERE key = ANY($1::text[]) AND stored_at < $2`, [doomed, cutoff]);
     }
     return doomed.length;
   }

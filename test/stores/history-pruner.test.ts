@@ -58,7 +58,18 @@ describe("prunable", () => {
 });
 
 /** 40 mount commits (each file rewritten several times), an agent-style checkpoint between, then the prune. */
-async function exercise(saver: BaseCheckpointSaver, history: CheckpointHistory, threadId: string, countCheckpoints: () => Promise<number>, countBlobs: () => Promise<number>) {
+/**
+ * `age`: makes every stored blob older than the sweep's floor (BLOB_GRACE_MS), as if the
+ * writes had happened long ago: the sweep never takes a younger unnamed blob.
+ */
+async function exercise(
+  saver: BaseCheckpointSaver,
+  history: CheckpointHistory,
+  threadId: string,
+  countCheckpoints: () => Promise<number>,
+  countBlobs: () => Promise<number>,
+  blobs: { age: () => Promise<unknown>; addUnnamed: () => Promise<unknown> },
+) {
   const backend = new ThreadStateBackend({ checkpointer: saver, threadId, batchWindowMs: 0, history: { policy, store: history } });
   for (let i = 0; i < 20; i++) await backend.write(`/f${i % 4}.md`, `version ${i} `.repeat(40));
   // An agent run's checkpoint (no writer mark) on top, then more mount commits.
@@ -70,6 +81,11 @@ async function exercise(saver: BaseCheckpointSaver, history: CheckpointHistory, 
   for (let i = 20; i < 40; i++) await backend.write(`/f${i % 4}.md`, `version ${i} `.repeat(40));
   const checkpointsBefore = await countCheckpoints();
   const blobsBefore = await countBlobs();
+  // A fresh unnamed blob is not swept, whatever the grace: a writer may be about to name it.
+  await blobs.addUnnamed();
+  expect(await history.sweep(0)).toBe(0);
+  expect(await countBlobs()).toBe(blobsBefore + 1);
+  await blobs.age();
   const outcome = await backend.pruneHistory();
   await backend.close();
   // Kept: the mount commit the agent built on, the agent's, and the last mount commit.
@@ -78,6 +94,7 @@ async function exercise(saver: BaseCheckpointSaver, history: CheckpointHistory, 
   expect(await countCheckpoints()).toBe(3);
   expect(outcome.blobs).toBeGreaterThan(0);
   expect(await countBlobs()).toBeLessThan(blobsBefore);
+  expect(outcome.blobs).toBeGreaterThan(1);
   // One chain, newest to oldest, every parent present; the agent's checkpoint among them.
   const chain: string[] = [];
   for await (const tuple of saver.list(config)) chain.push(tuple.checkpoint.id);
@@ -101,7 +118,11 @@ describe("SqliteHistory", () => {
   it("prunes a thread's superseded mount commits and sweeps their content", async () => {
     const db = sqlite.db();
     const count = (sql: string) => async () => (db.prepare(sql).get() as { n: number }).n;
-    await exercise(await sqliteCheckpointer(db), new SqliteHistory(db), "t", count("SELECT count(*) AS n FROM checkpoints"), count("SELECT count(*) AS n FROM backendfs_blobs"));
+    const blobs = {
+      age: async () => db.prepare("UPDATE backendfs_blobs SET stored_at = stored_at - 3600000").run(),
+      addUnnamed: async () => db.prepare("INSERT INTO backendfs_blobs (key, data, stored_at) VALUES ('unnamed', x'00', ?)").run(Date.now()),
+    };
+    await exercise(await sqliteCheckpointer(db), new SqliteHistory(db), "t", count("SELECT count(*) AS n FROM checkpoints"), count("SELECT count(*) AS n FROM backendfs_blobs"), blobs);
   });
 });
 
@@ -126,7 +147,18 @@ describe.runIf(pgUrl !== undefined)("PostgresHistory", () => {
     const thread = `history-${randomUUID()}`;
     const count = (sql: string, params: unknown[] = []) => async () => Number((await pool.query<{ n: string }>(sql, params)).rows[0]!.n);
     const blobsOfThread = count("SELECT count(*)::text AS n FROM checkpoint_blobs WHERE thread_id = $1", [thread]);
-    await exercise(await postgresCheckpointer(pool), new PostgresHistory(pool), thread, count("SELECT count(*)::text AS n FROM checkpoints WHERE thread_id = $1", [thread]), count("SELECT count(*)::text AS n FROM backendfs_blobs"));
+    const blobs = {
+      age: () => pool.query("UPDATE backendfs_blobs SET stored_at = stored_at - interval '1 hour'"),
+      addUnnamed: () => pool.query("INSERT INTO backendfs_blobs (key, data) VALUES ('unnamed', '\\x00')"),
+    };
+    await exercise(
+      await postgresCheckpointer(pool),
+      new PostgresHistory(pool),
+      thread,
+      count("SELECT count(*)::text AS n FROM checkpoints WHERE thread_id = $1", [thread]),
+      count("SELECT count(*)::text AS n FROM backendfs_blobs"),
+      blobs,
+    );
     expect(await blobsOfThread()).toBeLessThanOrEqual(3);
   });
 });
