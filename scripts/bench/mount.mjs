@@ -23,14 +23,10 @@ import { execFile, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { benchArgs } from "./bench-lib.mjs";
 
 const repo = path.resolve(import.meta.dirname, "../..");
-const args = process.argv.slice(2);
-const flag = (name) => args.includes(name);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
+const { args, flag, option } = benchArgs();
 const SIZE_MIB = Number(option("--size-mib", "256"));
 const FILES = Number(option("--files", "2000"));
 /** The state route's sequential size (see the note printed with the table). */

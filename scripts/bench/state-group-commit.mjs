@@ -14,13 +14,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { benchArgs } from "./bench-lib.mjs";
 
 const repo = path.resolve(import.meta.dirname, "../..");
-const args = process.argv.slice(2);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
+const { args, option } = benchArgs();
 const FILES = Number(option("--files", "200"));
 const ROUNDS = Number(option("--rounds", "2"));
 if (!args.includes("--no-build")) execFileSync("npx", ["tsc", "-p", "tsconfig.build.json"], { cwd: repo, stdio: "inherit" });

@@ -41,16 +41,12 @@ import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
+import { benchArgs, isMounted, lastLine, makeExt4 } from "./bench-lib.mjs";
 
 const HERE = import.meta.dirname;
 const REPO = path.resolve(HERE, "../..");
 const OPS_PY = path.join(HERE, "state-scale-ops.py");
-const args = process.argv.slice(2);
-const flag = (name) => args.includes(name);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
+const { args, flag, option } = benchArgs();
 const QUICK = flag("--quick");
 const SCALE = Number(option("--scale", QUICK ? "0.25" : "1"));
 const OPS = Number(option("--ops", QUICK ? "50" : "200"));
@@ -117,7 +113,6 @@ function runChild(command, argv, { timeoutMs = 600_000, cwd } = {}) {
   });
 }
 
-const lastLine = (text) => text.trim().split("\n").at(-1) ?? "";
 /** The line of a child's stderr that says what went wrong (not the last line of a stack trace). */
 /** ": <what the child said>" when it said something. */
 const said = (text) => (text.trim() ? `: ${errorLine(text)}` : "");
@@ -135,7 +130,6 @@ const runSelf = (mode, variant, config, spec, timeoutMs) =>
 // ---------------------------------------------------------------- mounts
 
 const mounts = new Set();
-const isMounted = (dir) => readFileSync("/proc/self/mounts", "utf8").split("\n").some((line) => line.split(" ")[1] === dir);
 
 /** `backendfs mount` of one build, stderr to a log file; resolves once the kernel shows the mount. */
 async function startMount(variant, config, label) {
@@ -735,19 +729,13 @@ function variantAt(name, dir) {
   return { name, dir, dist: path.join(dir, "dist"), cli, rev };
 }
 
-async function makeExt4() {
-  const image = path.join(work, "ext4.img");
-  const dir = path.join(work, "ext4");
-  mkdirSync(dir);
-  const steps = [["truncate", ["-s", "2G", image]], ["mkfs.ext4", ["-q", "-F", image]], ["mount", ["-o", "loop", image, dir]]];
-  for (const [cmd, argv] of steps) {
+async function makeLoopDevice() {
+  const loop = await makeExt4(work, async (cmd, argv) => {
     const r = await runChild(cmd, argv, { timeoutMs: 60_000 });
-    if (!ok(r)) {
-      notes.run.push(`no ext4 loop device (${cmd}: ${lastLine(r.stderr)}): the disk reference is ${dir} on the root disk`);
-      return { dir, mounted: false };
-    }
-  }
-  return { dir, mounted: true };
+    return { ok: ok(r), stderr: r.stderr };
+  });
+  if (loop.failure) notes.run.push(`no ext4 loop device (${loop.failure}): the disk reference is ${loop.dir} on the root disk`);
+  return loop;
 }
 
 async function pgAvailable() {
@@ -777,7 +765,7 @@ async function main() {
   build();
   const variants = [...(BEFORE ? [variantAt("before", path.resolve(BEFORE))] : []), variantAt("after", REPO)];
   work = mkdtempSync(path.join(tmpdir(), "backendfs-state-scale-"));
-  loop = await makeExt4();
+  loop = await makeLoopDevice();
   ext4 = loop.dir;
   const kinds = [];
   for (const kind of CHECKPOINTERS) {

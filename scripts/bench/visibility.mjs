@@ -48,17 +48,13 @@ import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
+import { benchArgs, isMounted, lastLine, makeExt4 } from "./bench-lib.mjs";
 
 const HERE = import.meta.dirname;
 const REPO = path.resolve(HERE, "../..");
 const CLI = path.join(REPO, "dist/cli/main.js");
 const HELPER = path.join(HERE, "visibility.py");
-const args = process.argv.slice(2);
-const flag = (name) => args.includes(name);
-const option = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
+const { args, flag, option } = benchArgs();
 const N = Number(option("--n", "30"));
 const CATS = Number(option("--cat", "20"));
 const FIRSTS = Number(option("--first", "5"));
@@ -202,11 +198,9 @@ function runChild(command, argv, { cwd, timeoutMs = 600_000 } = {}) {
   });
 }
 const okRun = (r) => r.code === 0;
-const lastLine = (text) => String(text).trim().split("\n").at(-1) ?? "";
 
 // ---------------------------------------------------------------- mounts
 
-const isMounted = (dir) => readFileSync("/proc/self/mounts", "utf8").split("\n").some((line) => line.split(" ")[1] === dir);
 const mounts = new Set();
 
 async function startMount(thread) {
@@ -506,19 +500,18 @@ function report(results) {
 
 // ---------------------------------------------------------------- set-up and main
 
-async function makeExt4() {
-  const dir = path.join(work, "ext4");
-  mkdirSync(dir);
-  if (flag("--no-ext4")) return { dir, mounted: false };
-  const image = path.join(work, "ext4.img");
-  for (const [cmd, argv] of [["truncate", ["-s", "2G", image]], ["mkfs.ext4", ["-q", "-F", image]], ["mount", ["-o", "loop", image, dir]]]) {
-    const r = await runChild(cmd, argv, { timeoutMs: 60_000 });
-    if (!okRun(r)) {
-      notes.push(`no ext4 loop device (${cmd}: ${lastLine(r.stderr)}): the database is on ${dir} (root disk)`);
-      return { dir, mounted: false };
-    }
+async function makeLoopDevice() {
+  if (flag("--no-ext4")) {
+    const dir = path.join(work, "ext4");
+    mkdirSync(dir);
+    return { dir, mounted: false };
   }
-  return { dir, mounted: true };
+  const loop = await makeExt4(work, async (cmd, argv) => {
+    const r = await runChild(cmd, argv, { timeoutMs: 60_000 });
+    return { ok: okRun(r), stderr: r.stderr };
+  });
+  if (loop.failure) notes.push(`no ext4 loop device (${loop.failure}): the database is on ${loop.dir} (root disk)`);
+  return loop;
 }
 
 function describeBuild() {
@@ -533,7 +526,7 @@ function describeBuild() {
 async function main() {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npx tsc -p tsconfig.build.json`);
   work = mkdtempSync(path.join(tmpdir(), "backendfs-visibility-"));
-  loop = await makeExt4();
+  loop = await makeLoopDevice();
   console.log(`backendfs visibility benchmark, ${new Date().toISOString()}, ${execFileSync("nproc", { encoding: "utf8" }).trim()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   console.log(`  build: ${describeBuild()}; ${EMBEDDED ? "the embedded default itself (no -c)" : "-c config = the embedded default's state route"}; database on ${loop.mounted ? "an ext4 loop device" : "the root disk"}`);
   console.log(`  ${N} close + ${N} fsync samples, ${CATS} cp+cat, ${FIRSTS} fresh-mount cp+cat per thread; file ${FILE_BYTES} B; watcher polls every ${POLL_MS} ms`);

@@ -12,6 +12,7 @@ import { Client } from "langsmith";
 import {
   failure,
   failureLike,
+  basenameOf,
   isScratchName,
   checkVirtualPath,
   applyGrepMaxCount,
@@ -606,7 +607,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
    * for the Hub: binary, short-lived, and every change here is a commit. A mount keeps them.
    */
   isScratchPath(path: string): boolean {
-    return isScratchName(path.slice(path.lastIndexOf("/") + 1));
+    return isScratchName(basenameOf(path));
   }
 
   async stat(path: string): Promise<StatResult> {
