@@ -98,6 +98,7 @@ export { StoreBackend, STORE_SEARCH_PAGE_SIZE } from "./backends/store.js";
 export type { StoreBackendOptions, StoreBackendContext, StoreBackendNamespaceFactory } from "./backends/store.js";
 export { Vfs, FsError, Errno, type VfsOptions, type VfsStat, type AccessCheck } from "./vfs/index.js";
 export { mount, MountError, type MountOptions, type Mounted } from "./fuse/index.js";
+export { VfsSandbox, type VfsSandboxOptions, SANDBOX_MOUNT_POINTS } from "./sandbox/index.js";
 export { SqliteStore } from "./stores/sqlite-store.js";
 export type { SqliteStoreOptions, StoreChange, StoreChangeSet } from "./stores/sqlite-store.js";
 export { ThreadStateBackend, WRITER_METADATA_KEY } from "./stores/thread-state.js";

@@ -18,6 +18,21 @@ export interface GraphConfig {
 
 interface StorageLike {
   getStore(): { extra?: Record<symbol, unknown> } | undefined;
+  run<T>(store: unknown, fn: () => T): T;
+}
+
+/** Runs a function in a captured graph context. */
+export type InGraphContext = <T>(fn: () => T) => T;
+
+/**
+ * The running node's context, to re-enter later from code that runs outside it (a FUSE
+ * request served while a sandboxed command of this node runs), or undefined outside a graph.
+ */
+export function captureGraphContext(): InGraphContext | undefined {
+  const storage = (globalThis as Record<symbol, unknown>)[ASYNC_LOCAL_STORAGE_KEY] as StorageLike | undefined;
+  const store = storage?.getStore();
+  if (!storage || store === undefined || store.extra?.[CHILD_CONFIG_KEY] === undefined) return undefined;
+  return (fn) => storage.run(store, fn);
 }
 
 export function currentGraphConfig(): GraphConfig | undefined {

@@ -23,6 +23,7 @@ import {
   type ReadResult,
   type SandboxBackendProtocolV2,
 } from "../protocol/index.js";
+import { CappedBytes, emptyCommandResponse, formatExecuteOutput, keepBytesFor, timedOutResponse } from "./execute-output.js";
 import { FilesystemBackend } from "./filesystem.js";
 
 export interface LocalShellBackendOptions {
@@ -140,13 +141,12 @@ export class LocalShellBackend extends FilesystemBackend implements SandboxBacke
    */
   async execute(command: string): Promise<ExecuteResponse> {
     if (!command || typeof command !== "string") {
-      return { output: "Error: Command must be a non-empty string.", exitCode: 1, truncated: false };
+      return emptyCommandResponse();
     }
-    // A character takes at most 3 UTF-8 bytes per UTF-16 unit: more cannot be shown anyway.
-    const keepBytes = this.#maxOutputBytes * 3 + 4;
+    const keepBytes = keepBytesFor(this.#maxOutputBytes);
     return new Promise<ExecuteResponse>((resolve) => {
-      const stdout = new CappedBuffer(keepBytes);
-      const stderr = new CappedBuffer(keepBytes);
+      const stdout = new CappedBytes(keepBytes);
+      const stderr = new CappedBytes(keepBytes);
       let timedOut = false;
       let killTimer: NodeJS.Timeout | undefined;
       const child = spawn(command, {
@@ -183,54 +183,16 @@ export class LocalShellBackend extends FilesystemBackend implements SandboxBacke
       );
       child.on("close", (code) => {
         if (timedOut) {
-          done({
-            output: `Error: Command timed out after ${this.#timeoutSeconds.toFixed(1)} seconds.`,
-            exitCode: 124,
-            truncated: false,
-          });
+          done(timedOutResponse(this.#timeoutSeconds));
           return;
         }
-        done(this.formatOutput(stdout.text(), stderr.text(), code ?? 1));
+        done(formatExecuteOutput(stdout.text(), stderr.text(), code ?? 1, this.#maxOutputBytes));
       });
     });
-  }
-
-  private formatOutput(stdout: string, stderr: string, exitCode: number): ExecuteResponse {
-    const parts: string[] = [];
-    if (stdout) parts.push(stdout);
-    if (stderr) parts.push(...stderr.trim().split("\n").map((line) => `[stderr] ${line}`));
-    let output = parts.length > 0 ? parts.join("\n") : "<no output>";
-    let truncated = false;
-    if (output.length > this.#maxOutputBytes) {
-      output = output.slice(0, this.#maxOutputBytes) + `\n\n... Output truncated at ${this.#maxOutputBytes} bytes.`;
-      truncated = true;
-    }
-    if (exitCode !== 0) output = `${output.trimEnd()}\n\nExit code: ${exitCode}`;
-    return { output, exitCode, truncated };
   }
 
   private relativeToRoot(hostPath: string): string {
     const prefix = this.cwd.endsWith(path.sep) ? this.cwd : this.cwd + path.sep;
     return hostPath.startsWith(prefix) ? hostPath.slice(prefix.length) : hostPath;
-  }
-}
-
-/** Collects a stream's bytes up to a cap; the rest is counted but dropped. */
-class CappedBuffer {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-
-  constructor(private readonly cap: number) {}
-
-  push(chunk: Buffer): void {
-    if (this.kept >= this.cap) return;
-    const room = this.cap - this.kept;
-    const piece = chunk.length > room ? chunk.subarray(0, room) : chunk;
-    this.chunks.push(piece);
-    this.kept += piece.length;
-  }
-
-  text(): string {
-    return Buffer.concat(this.chunks).toString("utf8");
   }
 }

@@ -81,3 +81,12 @@ export function filterReadable<T>(entries: T[], rules: readonly FilesystemPermis
     }
   });
 }
+
+/**
+ * The rules as a mount's access check: whether `operation` on `path` is allowed (first
+ * matching rule wins, no match allows), with the same matching as the backends' checks.
+ */
+export function permissionsAccessCheck(rules: readonly FilesystemPermission[]): ((operation: FilesystemOperation, path: string) => boolean) | undefined {
+  if (rules.length === 0) return undefined;
+  return (operation, path) => decidePathAccess(rules, operation, path) === "allow";
+}

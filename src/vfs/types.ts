@@ -53,4 +53,11 @@ export interface VfsOptions {
   access?: AccessCheck;
   /** Where the vfs reports failures it cannot return to anyone (release, watch). */
   log?: (line: string) => void;
+  /**
+   * Paths where a sandbox mounts the host's system directories over the mount (`/usr`,
+   * `/proc`, ...): where the backend has nothing, each (and every directory above it) is an
+   * empty directory that is not listed and never stored, so bwrap finds its mount points
+   * without creating anything in a backend. Where the backend has an entry, it is served.
+   */
+  mountPoints?: readonly string[];
 }

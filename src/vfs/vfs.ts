@@ -103,7 +103,7 @@ export class Vfs {
   readonly hasXattrs: boolean;
   /** Buffers for ranged reads, reused (allocating fresh memory per read costs more than the read). */
   private readonly readBuffers: Buffer[] = [];
-  private readonly options: Required<Omit<VfsOptions, "access" | "log">> & Pick<VfsOptions, "access" | "log">;
+  private readonly options: Required<Omit<VfsOptions, "access" | "log" | "mountPoints">> & Pick<VfsOptions, "access" | "log">;
   private readonly pages: PageCache;
   private readonly attrs: LRUCache<string, Attr>;
   private readonly listings: LRUCache<string, Listing>;
@@ -111,6 +111,8 @@ export class Vfs {
   private readonly implicitDirs = new Set<string>();
   /** Directories that must never be removed or renamed (composite route roots). */
   private readonly pinnedDirs = new Set<string>();
+  /** A sandbox's mount points (VfsOptions.mountPoints) and the directories above them: unlisted, never stored. */
+  private readonly mountPoints = new Set<string>();
   private readonly overlays = new Map<string, Overlay>();
   /**
    * When the mount last changed each directory's entries (create, mkdir, unlink, rmdir,
@@ -172,6 +174,10 @@ export class Vfs {
           }
         }
       }
+    }
+    for (const mountPoint of options.mountPoints ?? []) {
+      const dir = checkVirtualPath(mountPoint).path;
+      for (let d = dir ?? "/"; d !== "/"; d = parentOf(d)) this.mountPoints.add(d);
     }
     this.subscribe();
   }
@@ -371,7 +377,8 @@ export class Vfs {
   async mkdir(path: string, mode: number): Promise<void> {
     checkName(path);
     this.check("write", path);
-    if (await this.exists(path)) throw new FsError("EEXIST", path);
+    const unlisted = this.mountPoints.has(path) && !this.implicitDirs.has(path) && !(await this.listing(parentOf(path), true)).has(basenameOf(path));
+    if (!unlisted && (await this.exists(path))) throw new FsError("EEXIST", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     const backend = this.backend;
@@ -400,7 +407,7 @@ export class Vfs {
     // A directory the backend lists is real (a disk) and removed there; else it was implicit.
     const real = (await this.listing(parentOf(path), true)).get(basenameOf(path)) === true;
     if (real) await this.deleteInBackend(path);
-    else if (!this.implicitDirs.has(path)) throw new FsError("ENOENT", path);
+    else if (!this.implicitDirs.has(path)) throw new FsError(this.mountPoints.has(path) ? "EBUSY" : "ENOENT", path);
     this.implicitDirs.delete(path);
     this.forget(path);
     this.listings.delete(path);
@@ -518,15 +525,7 @@ export class Vfs {
   async close(): Promise<void> {
     this.stopWatching?.();
     clearInterval(this.pollTimer);
-    const failures: string[] = [];
-    for (const file of this.files.values()) {
-      if (!file.dirty || file.detached) continue;
-      try {
-        await this.upload(file);
-      } catch (err) {
-        failures.push(`${file.path}: ${(err as Error).message}`);
-      }
-    }
+    const failures = await this.uploadDirty();
     // Wait for what the backend holds pending (Hub commits, checkpoint batches).
     const backend = this.backend;
     if (canSync(backend)) {
@@ -540,11 +539,15 @@ export class Vfs {
     if (failures.length > 0) throw new FsError("EIO", `not saved or not confirmed at unmount: ${failures.join("; ")}`);
   }
 
-  /** Forgets every cached attribute, listing and page (a manual "refresh now"). */
-  invalidate(paths: string[] | "all" = "all"): void {
-    if (paths === "all") {
+  /**
+   * Forgets cached attributes, listings and pages (a manual "refresh now"). "attributes"
+   * forgets every attribute and listing but keeps the pages, which are keyed by version and
+   * so still right for any file whose version did not change.
+   */
+  invalidate(paths: string[] | "all" | "attributes" = "all"): void {
+    if (paths === "all" || paths === "attributes") {
       this.forgetAllAttributes();
-      this.pages.clear();
+      if (paths === "all") this.pages.clear();
       return;
     }
     for (const raw of paths) {
@@ -553,6 +556,24 @@ export class Vfs {
       this.forget(path);
       this.listings.delete(path);
     }
+  }
+
+  /**
+   * Uploads every file written and not yet uploaded (a file still open, an mmap not yet
+   * synced); returns what failed, one `path: reason` each. A sandbox calls it when its
+   * command ends, so the command's writes are in the backend before the agent reads.
+   */
+  async uploadDirty(): Promise<string[]> {
+    const failures: string[] = [];
+    for (const file of this.files.values()) {
+      if (!file.dirty || file.detached) continue;
+      try {
+        await this.upload(file);
+      } catch (err) {
+        failures.push(`${file.path}: ${(err as Error).message}`);
+      }
+    }
+    return failures;
   }
 
   /** Dirty files (written, not yet uploaded), for diagnostics and tests. */
@@ -586,7 +607,7 @@ export class Vfs {
     // A fresh listing of the parent answers "does it exist" without a round trip.
     if (parentListing) {
       const isDir = parentListing.get(name);
-      if (isDir === undefined && !this.implicitDirs.has(path)) throw new FsError("ENOENT", path);
+      if (isDir === undefined && !this.isImplicitDir(path)) throw new FsError("ENOENT", path);
       if (isDir !== false) return this.remember(path, this.dirAttr());
     }
     if (canStat(this.backend)) {
@@ -594,12 +615,12 @@ export class Vfs {
       if (result.error) throw backendError(result, "stat", path);
       const stat = result.stat;
       if (!stat) {
-        if (this.implicitDirs.has(path)) return this.dirAttr();
+        if (this.isImplicitDir(path)) return this.dirAttr();
         throw new FsError("ENOENT", path);
       }
       return this.remember(path, this.attrOf(path, stat));
     }
-    if (this.implicitDirs.has(path)) return this.dirAttr();
+    if (this.isImplicitDir(path)) return this.dirAttr();
     const listing = parentListing ?? (await this.listing(parent, false));
     const info = listing.get(name);
     if (info === undefined) throw new FsError("ENOENT", path);
@@ -708,6 +729,11 @@ export class Vfs {
     return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode };
   }
 
+  /** A directory that exists without the backend holding it: made by the mount, a route root, or a mount point. */
+  private isImplicitDir(path: string): boolean {
+    return this.implicitDirs.has(path) || this.mountPoints.has(path);
+  }
+
   private dirAttr(modifiedAt?: string): Attr {
     return { isDir: true, size: 4096, mtimeMs: parseTime(modifiedAt) ?? this.mountedAt, version: "" };
   }
@@ -719,7 +745,7 @@ export class Vfs {
 
   /** Whether a lookup within the TTL found `path` missing and nothing the mount did since says otherwise (consumed). */
   private takeLookedUpMissing(path: string): boolean {
-    const missing = this.lookedUpMissing.get(path) === true && !this.attrs.has(path) && !this.implicitDirs.has(path);
+    const missing = this.lookedUpMissing.get(path) === true && !this.attrs.has(path) && !this.isImplicitDir(path);
     this.lookedUpMissing.delete(path);
     return missing;
   }

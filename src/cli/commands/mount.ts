@@ -7,11 +7,14 @@
  */
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import picomatch from "picomatch";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
+import { permissionsAccessCheck } from "../../policy/rules.js";
 import { isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
-import type { AccessCheck, AccessOperation } from "../../vfs/index.js";
+import type { AccessCheck } from "../../vfs/index.js";
+import type { FilesystemPermission } from "../../policy/types.js";
+import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
+import { SANDBOX_MOUNT_POINTS } from "../../sandbox/system-paths.js";
 import { reportError } from "../run.js";
 
 interface MountArgs {
@@ -30,7 +33,7 @@ interface MountArgs {
 /** What the config loader yields (src/config); only the fields the mount uses. */
 interface LoadedConfig {
   backend: object;
-  permissions?: Array<{ operations: readonly AccessOperation[]; paths: string[]; mode?: "allow" | "deny" }>;
+  permissions?: FilesystemPermission[];
   cache?: { size?: string | number; attrTimeout?: string | number };
   close?: () => unknown;
 }
@@ -57,6 +60,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
   handler: async (argv: ArgumentsCamelCase<MountArgs>) => {
     const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
     let config: LoadedConfig | undefined;
+    let unregister: (() => Promise<void>) | undefined;
     try {
       config = await loadConfig(argv);
       const attrTimeoutMs = parseDuration(argv["attr-timeout"] ?? config.cache?.attrTimeout ?? "1s");
@@ -74,8 +78,11 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           backendTimeoutMs: parseDuration(argv.timeout ?? "10s"),
           access: accessCheck(config.permissions),
           log,
+          // `backendfs exec` of the same config runs in this mount (src/sandbox).
+          mountPoints: SANDBOX_MOUNT_POINTS,
         },
       });
+      unregister = await registerMount({ mountPoint: mounted.mountPoint, identity: configIdentity(argv), pid: process.pid, sandboxReady: true }).catch(() => undefined);
       log(`mounted at ${mounted.mountPoint} (Ctrl-C to unmount)`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {
@@ -106,6 +113,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           });
         }, 1000);
       });
+      await unregister?.();
       const loaded = config;
       config = undefined;
       await loaded.close?.();
@@ -130,7 +138,13 @@ async function rootBackend(root: string): Promise<LoadedConfig> {
   return { backend: new FilesystemBackend({ rootDir, virtualMode: true, maxFileSizeMb: 4096 }) };
 }
 
-async function loadConfig(argv: MountArgs): Promise<LoadedConfig> {
+/** The backend of `-c config` or `--root DIR`, with the access check of its permissions (for exec's private mount). */
+export async function loadBackend(argv: { config?: string; root?: string }): Promise<{ backend: object; access: AccessCheck | undefined; close?: () => unknown }> {
+  const loaded = await loadConfig(argv);
+  return { backend: loaded.backend, access: accessCheck(loaded.permissions), close: loaded.close };
+}
+
+async function loadConfig(argv: { config?: string; root?: string }): Promise<LoadedConfig> {
   if (argv.root) return rootBackend(argv.root);
   // The config layer is wired in at run time so that `mount --root` works without it.
   let loader: { loadMountConfig?: (file: string | undefined, options: { writeBack: boolean }) => Promise<unknown> };
@@ -146,17 +160,9 @@ async function loadConfig(argv: MountArgs): Promise<LoadedConfig> {
   return { backend: loaded as object };
 }
 
-/** deepagents' permission rules: first matching rule wins, no match allows. */
+/** deepagents' permission rules as the mount's access check (first matching rule wins, no match allows). */
 export function accessCheck(rules: LoadedConfig["permissions"]): AccessCheck | undefined {
-  if (!rules || rules.length === 0) return undefined;
-  const compiled = rules.map((rule) => ({ ...rule, match: picomatch(rule.paths, { dot: true }) }));
-  return (operation, path) => {
-    for (const rule of compiled) {
-      if (!rule.operations.includes(operation)) continue;
-      if (rule.match(path)) return (rule.mode ?? "allow") === "allow";
-    }
-    return true;
-  };
+  return permissionsAccessCheck(rules ?? []);
 }
 
 const UNITS: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
