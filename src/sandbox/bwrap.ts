@@ -35,11 +35,20 @@ export interface SandboxLayout {
   etcFds: { passwd: number; group: number; hosts: number };
   /** Descriptor bwrap writes its JSON status to (child pid, exit code). */
   statusFd: number;
+  /** Descriptor bwrap reads the seccomp filter from (seccomp.ts). */
+  seccompFd: number;
 }
+
+const MASKED_PROC_FILES = ["/proc/keys", "/proc/key-users", "/proc/timer_list", "/proc/sched_debug", "/proc/kcore", "/proc/latency_stats", "/proc/timer_stats"];
 
 /** bwrap's arguments, up to and including `--`; the command follows. */
 export function bwrapArgs(layout: SandboxLayout): string[] {
   const args = ["--unshare-all", "--die-with-parent", "--json-status-fd", String(layout.statusFd)];
+  // Run as root, bwrap keeps every capability in the sandbox's user namespace, and uid 0
+  // inside is uid 0 outside: with them a command could mount cgroupfs (and raise its own
+  // caps, or make cgroups on the host) and write the host's sysctls. None are kept, no
+  // further user namespace can give them back, and /proc (so /proc/sys) is read-only.
+  args.push("--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--seccomp", String(layout.seccompFd));
   if (layout.network) args.push("--share-net");
   if (layout.newSession) args.push("--new-session");
   args.push(layout.readOnly ? "--ro-bind" : "--bind", layout.root, "/");
@@ -53,7 +62,13 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
   args.push("--file", String(layout.etcFds.hosts), "/etc/hosts");
   args.push("--remount-ro", "/etc");
   args.push("--size", String(layout.tmpSizeBytes), "--tmpfs", "/tmp");
-  args.push("--proc", "/proc", "--dev", "/dev");
+  args.push("--proc", "/proc");
+  // As Docker does: what /proc shows of the host's kernel beyond this PID namespace (key
+  // descriptions of the host's uid, every timer and scheduler entity of the host).
+  for (const file of MASKED_PROC_FILES) if (existsSync(file)) args.push("--ro-bind", "/dev/null", file);
+  args.push("--remount-ro", "/proc", "--dev", "/dev");
+  // --dev's tmpfs has no size cap (half the host's RAM): /dev/shm gets /tmp's, the rest is read-only.
+  args.push("--size", String(layout.tmpSizeBytes), "--tmpfs", "/dev/shm", "--remount-ro", "/dev");
   for (const bind of layout.binds) args.push(bind.readOnly ? "--ro-bind" : "--bind", bind.host, bind.virtual);
   args.push("--chdir", layout.cwd, "--clearenv");
   for (const [key, value] of Object.entries(layout.env)) args.push("--setenv", key, value);
@@ -63,8 +78,8 @@ export function bwrapArgs(layout: SandboxLayout): string[] {
 
 /** The generated /etc files: the caller's own user and group (home `/`), and localhost. */
 export function etcFiles(uid: number, gid: number): { passwd: string; group: string; hosts: string } {
-  const name = uid === 0 ? "root" : "agent";
-  const group = gid === 0 ? "root" : "agent";
+  const name = uid === 0 ? "root" : uid === 65534 ? "nobody" : "agent";
+  const group = gid === 0 ? "root" : gid === 65534 ? "nogroup" : "agent";
   const nobody = "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
   return {
     passwd: `${name}:x:${uid}:${gid}:${name}:/:/bin/sh\n${uid === 65534 ? "" : nobody}`,
@@ -91,7 +106,7 @@ function probe(): string | undefined {
     return "bubblewrap is not installed: apt-get install -y bubblewrap (scripts/setup.sh installs it)";
   }
   try {
-    execFileSync("bwrap", ["--unshare-all", "--ro-bind", "/", "/", "--", "/bin/true"], { stdio: ["ignore", "ignore", "pipe"] });
+    execFileSync("bwrap", ["--unshare-all", "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--", "/bin/true"], { stdio: ["ignore", "ignore", "pipe"] });
     return undefined;
   } catch (error) {
     const stderr = String((error as { stderr?: Buffer }).stderr ?? "").trim();

@@ -5,7 +5,8 @@
  * (through prlimit where caps fall back to rlimits). A leaked /dev/fuse in the sandbox would
  * let a command read and answer the mount's kernel requests, so this is not optional.
  */
-import { readFileSync, readdirSync } from "node:fs";
+import { accessSync, constants, readFileSync, readdirSync, statSync } from "node:fs";
+import path from "node:path";
 import type { LimitGroup } from "./limits.js";
 
 const O_CLOEXEC = 0o2000000;
@@ -31,6 +32,26 @@ export function launcherArgv(program: string[], limits: LimitGroup, keepBelow: n
   const steps = inheritableDescriptors(keepBelow).map((fd) => `exec ${fd}>&-`);
   limits.procsFiles.forEach((_, i) => steps.push(`echo $$ > "\${${i + 1}}"`));
   steps.push(`shift ${limits.procsFiles.length}`);
-  const tail = limits.rlimitFlags.length > 0 ? ["prlimit", ...limits.rlimitFlags, "--", ...program] : program;
+  const tail = limits.rlimitFlags.length > 0 ? [hostProgram("prlimit"), ...limits.rlimitFlags, "--", ...program] : program;
   return ["/bin/bash", "-c", `${steps.join(" && ")} && exec "$@"`, "backendfs-sandbox", ...limits.procsFiles, ...tail];
+}
+
+/**
+ * The absolute path of a program on this process's PATH (else the bare name), for where it is
+ * started with an empty environment (`env -i bwrap`, so that none of this process's
+ * environment is in the sandbox's pid 1).
+ */
+export function hostProgram(name: string): string {
+  for (const dir of (process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin").split(":")) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return name;
 }

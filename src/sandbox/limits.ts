@@ -7,6 +7,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { isAlive } from "./runtime-dir.js";
 
 export interface Limits {
   memoryBytes?: number;
@@ -82,6 +83,7 @@ function cgroup2(name: string, limits: Limits): LimitGroup | undefined {
   }
   const needed = [limits.memoryBytes !== undefined ? "memory" : "", limits.pids !== undefined ? "pids" : ""].filter(Boolean);
   if (!needed.every((c) => enabled.includes(c))) return undefined;
+  sweepLeftovers(parent);
   const dir = path.join(parent, name);
   if (!tryMkdir(dir)) return undefined;
   try {
@@ -100,7 +102,7 @@ function cgroup2(name: string, limits: Limits): LimitGroup | undefined {
     kind: "cgroup2",
     oomKilled: () => /oom_kill [1-9]/.test(safeRead(path.join(dir, "memory.events"))),
     pids: () => readPids(procs),
-    remove: () => removeDir(dir),
+    remove: () => removeWhenEmpty([dir]),
   };
 }
 
@@ -111,6 +113,7 @@ function cgroup1(name: string, limits: Limits): LimitGroup | undefined {
     const own = ownCgroup(controller);
     const base = path.join("/sys/fs/cgroup", controller);
     if (own === undefined || !existsSync(path.join(base, "cgroup.procs"))) break;
+    sweepLeftovers(path.join(base, own));
     const dir = path.join(base, own, name);
     if (!tryMkdir(dir)) break;
     dirs.push({ controller, dir });
@@ -138,9 +141,7 @@ function cgroup1(name: string, limits: Limits): LimitGroup | undefined {
     kind: "cgroup1",
     oomKilled: () => (memory ? /oom_kill [1-9]/.test(safeRead(path.join(memory, "memory.oom_control"))) : false),
     pids: () => [...new Set(dirs.flatMap(({ dir }) => readPids(path.join(dir, "cgroup.procs"))))],
-    remove: () => {
-      for (const { dir } of dirs) removeDir(dir);
-    },
+    remove: () => removeWhenEmpty(dirs.map(({ dir }) => dir)),
   };
 }
 
@@ -159,6 +160,34 @@ function safeRead(file: string): string {
     return readFileSync(file, "utf8");
   } catch {
     return "";
+  }
+}
+
+/**
+ * Removes the groups once their last process is gone: the sandbox's init can still be a
+ * zombie for a moment after bwrap reports, so a busy group is retried for a few seconds
+ * (timers that do not hold the process open).
+ */
+function removeWhenEmpty(dirs: string[], attempt = 0): void {
+  const left = dirs.filter((dir) => {
+    removeDir(dir);
+    return existsSync(dir);
+  });
+  if (left.length === 0 || attempt >= 60) return;
+  setTimeout(() => removeWhenEmpty(left, attempt + 1), 50).unref();
+}
+
+/** Groups of sandboxes whose backendfs process is gone (it exited before a group emptied). */
+function sweepLeftovers(parent: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(parent);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const owner = /^backendfs-sandbox-(\d+)-\d+$/.exec(name);
+    if (owner && Number(owner[1]) !== process.pid && !isAlive(Number(owner[1]))) removeDir(path.join(parent, name));
   }
 }
 

@@ -11,10 +11,11 @@ import { readdirSync, readlinkSync } from "node:fs";
 import type { Readable, Writable } from "node:stream";
 import { CappedBytes } from "../backends/execute-output.js";
 import { bwrapArgs, etcFiles, type SandboxLayout } from "./bwrap.js";
-import { launcherArgv } from "./launcher.js";
+import { hostProgram, launcherArgv } from "./launcher.js";
 import { createLimitGroup, type Limits } from "./limits.js";
+import { seccompProgram } from "./seccomp.js";
 
-export type SandboxLayoutOptions = Omit<SandboxLayout, "etcFds" | "statusFd">;
+export type SandboxLayoutOptions = Omit<SandboxLayout, "etcFds" | "statusFd" | "seccompFd">;
 
 export interface SandboxRunOptions {
   layout: SandboxLayoutOptions;
@@ -51,13 +52,21 @@ const FD_PASSWD = 3;
 const FD_GROUP = 4;
 const FD_HOSTS = 5;
 const FD_STATUS = 6;
+/** bwrap reads its options from here (--args). */
+const FD_ARGS = 7;
+const FD_SECCOMP = 8;
+const SECCOMP_PROGRAM = seccompProgram();
 
 export function runSandboxed(options: SandboxRunOptions): Promise<SandboxOutcome> {
   const log = options.log ?? ((line: string) => process.stderr.write(`backendfs: ${line}\n`));
   const limits = createLimitGroup(options.limits ?? {}, log);
-  const layout: SandboxLayout = { ...options.layout, etcFds: { passwd: FD_PASSWD, group: FD_GROUP, hosts: FD_HOSTS }, statusFd: FD_STATUS };
-  // Descriptors 0-6 are the child's stdio and bwrap's pipes; everything above is closed.
-  const argv = launcherArgv(["bwrap", ...bwrapArgs(layout), ...options.command], limits, FD_STATUS + 1);
+  const layout: SandboxLayout = { ...options.layout, etcFds: { passwd: FD_PASSWD, group: FD_GROUP, hosts: FD_HOSTS }, statusFd: FD_STATUS, seccompFd: FD_SECCOMP };
+  // Descriptors 0-8 are the child's stdio and bwrap's pipes; everything above is closed.
+  // bwrap is the sandbox's pid 1: its environment (/proc/1/environ) is empty (the command's is --setenv)
+  // and its options, host paths among them, come through a pipe instead of its argv (/proc/1/cmdline).
+  const bwrap = [hostProgram("env"), "-i", hostProgram("bwrap"), "--args", String(FD_ARGS), "--", ...options.command];
+  const argv = launcherArgv(bwrap, limits, FD_SECCOMP + 1);
+  const bwrapOptions = bwrapArgs(layout).slice(0, -1); // without its closing "--"
   const capture = options.stdio === "capture" || options.onOutput !== undefined;
   const stdio: StdioOptions = [
     options.stdio === "capture" ? "ignore" : "inherit",
@@ -67,11 +76,17 @@ export function runSandboxed(options: SandboxRunOptions): Promise<SandboxOutcome
     "pipe",
     "pipe",
     "pipe",
+    "pipe",
+    "pipe",
   ];
   const etc = etcFiles(process.getuid?.() ?? 0, process.getgid?.() ?? 0);
   return new Promise<SandboxOutcome>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio });
     const pipes = child.stdio as unknown as Array<Readable & Writable>;
+    pipes[FD_ARGS]!.on("error", () => undefined);
+    pipes[FD_ARGS]!.end(bwrapOptions.map((arg) => `${arg}\0`).join(""));
+    pipes[FD_SECCOMP]!.on("error", () => undefined);
+    pipes[FD_SECCOMP]!.end(SECCOMP_PROGRAM);
     for (const [fd, text] of [[FD_PASSWD, etc.passwd], [FD_GROUP, etc.group], [FD_HOSTS, etc.hosts]] as const) {
       pipes[fd]!.on("error", () => undefined);
       pipes[fd]!.end(text);
