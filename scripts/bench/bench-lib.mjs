@@ -37,3 +37,23 @@ export async function makeExt4(work, run) {
   }
   return { dir, mounted: true };
 }
+
+/**
+ * Runs a benchmark's `main`, then `cleanup` (which returns the same promise when called
+ * again), also on SIGINT/SIGTERM; an error is printed unless it came from the cleanup
+ * stopping the run (`stopping()` true).
+ */
+export function runBench(main, cleanup, { progress, stopping }) {
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.on(signal, () => {
+      progress(`${signal}: cleaning up`);
+      void cleanup().then(() => process.exit(130));
+    });
+  }
+  return main()
+    .catch((err) => {
+      if (!stopping()) console.error(err.stack ?? String(err));
+      process.exitCode = 1;
+    })
+    .finally(cleanup);
+}

@@ -48,7 +48,7 @@ import { loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
-import { benchArgs, isMounted, lastLine, makeExt4 } from "./bench-lib.mjs";
+import { benchArgs, isMounted, lastLine, makeExt4, runBench } from "./bench-lib.mjs";
 
 const HERE = import.meta.dirname;
 const REPO = path.resolve(HERE, "../..");
@@ -556,16 +556,5 @@ if (args[0] === "__watch") {
     process.exit(1);
   });
 } else {
-  for (const signal of ["SIGINT", "SIGTERM"]) {
-    process.on(signal, () => {
-      progress(`${signal}: stopping children, unmounting`);
-      void cleanup().then(() => process.exit(130));
-    });
-  }
-  main()
-    .catch((err) => {
-      if (!cleaning) console.error(err.stack ?? String(err));
-      process.exitCode = 1;
-    })
-    .finally(cleanup);
+  runBench(main, cleanup, { progress, stopping: () => Boolean(cleaning) });
 }

@@ -6,8 +6,11 @@
  * gives the agent an `execute` tool that sees exactly its files, at its paths.
  *
  * Read-your-writes both ways: each execute starts from fresh attributes (the mount forgets
- * what it cached, keeps version-checked pages; the kernel caches nothing for this mount), and
- * ends after the command's writes are uploaded. Inside a graph the mount is served in the
+ * what it cached, keeps version-checked pages) and ends after the command's writes are
+ * uploaded. The kernel keeps entries and attributes for KERNEL_TTL_SEC, as on a plain mount
+ * (a TTL of 0 made every path lookup of every command a round trip into Node: 45-57 ms
+ * more per start, 3x longer work); it cannot be told to forget them, so an execute that
+ * follows one of the agent's own changes within that time waits for it to pass. Inside a graph the mount is served in the
  * running tool call's context (ContextRelay), so a zero-argument StateBackend route takes a
  * command's writes into the `files` channel like write_file's.
  *
@@ -60,6 +63,12 @@ export interface VfsSandboxOptions extends SandboxOptions {
   log?: (line: string) => void;
 }
 
+/** The kernel's entry and attribute TTL on a sandbox's mount. */
+const KERNEL_TTL_SEC = 1;
+
+/** Optional methods that change files: an execute after one waits out the kernel's TTL. */
+const CHANGING_METHODS = new Set<string>(["delete", "rename", "renameFrom", "mkdir", "setMetadata", "uploadFilesFrom"]);
+
 export class VfsSandbox implements SandboxBackendProtocolV2 {
   readonly id = `vfs-${randomBytes(4).toString("hex")}`;
   private readonly backend: BackendProtocolV2;
@@ -71,6 +80,8 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
   private readonly relay = new ContextRelay();
   private mounting: Promise<SandboxMount> | undefined;
   private closed = false;
+  /** When the agent last changed a file straight through the backend (ms). */
+  private changedAt = 0;
 
   constructor(options: VfsSandboxOptions) {
     const { backend, timeout = 120, maxOutputBytes = 100_000, permissions, log, ...sandbox } = options;
@@ -80,7 +91,7 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
     this.maxOutputBytes = maxOutputBytes;
     this.permissions = permissions;
     this.log = log ?? ((line) => process.stderr.write(`backendfs: ${line}\n`));
-    forwardCapabilities(this, this.backend);
+    forwardCapabilities(this, this.backend, () => this.changed());
   }
 
   async execute(command: string): Promise<ExecuteResponse> {
@@ -96,6 +107,8 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
         return { output: `Error executing command: ${(error as Error).message}`, exitCode: 1, truncated: false };
       }
       // What the agent wrote since the last command (straight to the backend) must be seen.
+      const settle = this.changedAt + KERNEL_TTL_SEC * 1000 - Date.now();
+      if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
       mounted.vfs.invalidate("attributes");
       const outcome = await runSandboxed({
         layout: { ...this.settings.layout, root: mounted.root, newSession: true },
@@ -128,7 +141,7 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
   private mount(): Promise<SandboxMount> {
     this.mounting ??= mountPrivately({
       backend: this.relay.wrap(this.backend),
-      attrTimeoutSec: 0,
+      attrTimeoutSec: KERNEL_TTL_SEC,
       vfs: { access: accessCheckFor(this.permissions, this.backend), log: this.log },
       extraMountPoints: this.settings.layout.binds.map((bind) => bind.virtual),
       log: this.log,
@@ -137,6 +150,11 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
       throw error;
     });
     return this.mounting;
+  }
+
+  private changed<T>(result?: T): T {
+    this.changedAt = Date.now();
+    return result as T;
   }
 
   // ---- file operations: straight to the backend ----
@@ -161,17 +179,17 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
     return Promise.resolve(this.backend.glob(pattern, path));
   }
 
-  write(filePath: string, content: string): Promise<WriteResult> {
-    return Promise.resolve(this.backend.write(filePath, content));
+  async write(filePath: string, content: string): Promise<WriteResult> {
+    return this.changed(await this.backend.write(filePath, content));
   }
 
-  edit(filePath: string, oldString: string, newString: string, replaceAll?: boolean): Promise<EditResult> {
-    return Promise.resolve(this.backend.edit(filePath, oldString, newString, replaceAll));
+  async edit(filePath: string, oldString: string, newString: string, replaceAll?: boolean): Promise<EditResult> {
+    return this.changed(await this.backend.edit(filePath, oldString, newString, replaceAll));
   }
 
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
     if (!this.backend.uploadFiles) return files.map(([path]) => ({ path, error: "permission_denied" as const }));
-    return this.backend.uploadFiles(files);
+    return this.changed(await this.backend.uploadFiles(files));
   }
 
   async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
@@ -188,13 +206,18 @@ export interface VfsSandbox {
  * The wrapped backend's optional methods (delete, rename, stat, sync...), forwarded as they
  * are: the one mechanism every wrapper uses (OPTIONAL_METHODS). execute and close are ours.
  */
-function forwardCapabilities(sandbox: VfsSandbox, backend: BackendProtocolV2): void {
+function forwardCapabilities(sandbox: VfsSandbox, backend: BackendProtocolV2, changed: () => void): void {
   for (const name of OPTIONAL_METHODS) {
     if (name === "execute" || name === "close" || name === "uploadFiles" || name === "downloadFiles") continue;
     const method = (backend as unknown as Record<string, unknown>)[name];
     if (typeof method !== "function") continue;
+    const call = (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(backend, args);
     Object.defineProperty(sandbox, name, {
-      value: (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(backend, args),
+      value: CHANGING_METHODS.has(name) ? async (...args: unknown[]) => {
+        const result = await call(...args);
+        changed();
+        return result;
+      } : call,
       enumerable: false,
       configurable: true,
     });
