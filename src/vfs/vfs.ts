@@ -241,6 +241,7 @@ export class Vfs {
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
+    this.adoptMountPoints(parentOf(path));
     const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
     const file = this.acquire(path);
     if (!existed && this.isScratch(path)) file.scratch = true;
@@ -381,6 +382,7 @@ export class Vfs {
     if (!unlisted && (await this.exists(path))) throw new FsError("EEXIST", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
+    this.adoptMountPoints(parentOf(path));
     const backend = this.backend;
     if (canMkdir(backend)) {
       const result = await this.call("mkdir", () => backend.mkdir(path));
@@ -727,6 +729,18 @@ export class Vfs {
       if (cached && cached.version !== file.version) return undefined;
     }
     return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode };
+  }
+
+  /**
+   * Something is made inside a mount point (a plain mount, not a sandbox, which covers them):
+   * from now on it and the mount points above it are directories like the mount's own, listed.
+   */
+  private adoptMountPoints(dir: string): void {
+    for (let d = dir; d !== "/" && this.mountPoints.has(d) && !this.implicitDirs.has(d); d = parentOf(d)) {
+      this.implicitDirs.add(d);
+      this.addToListing(d, true);
+      this.entriesChanged(parentOf(d));
+    }
   }
 
   /** A directory that exists without the backend holding it: made by the mount, a route root, or a mount point. */

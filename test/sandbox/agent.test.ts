@@ -17,6 +17,10 @@ import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { StateBackend } from "../../src/backends/state.js";
 import { StoreBackend } from "../../src/backends/store.js";
 import { VfsSandbox } from "../../src/index.js";
+import { LocalShellBackend } from "../../src/backends/local-shell.js";
+import { ContextHubBackend } from "../../src/backends/context-hub.js";
+import { startHubEmulator, type HubEmulator } from "../../src/hub-emulator/index.js";
+import { hubClient, hubFiles } from "../hub/helpers.js";
 import { RunScriptedChatModel, type ScriptedCall } from "../interop/script.js";
 import { makeTempRoot } from "../support/harness.js";
 
@@ -77,9 +81,157 @@ describe("VfsSandbox under createDeepAgent", () => {
     // The command's writes are in the graph's files channel, checkpointed with the run.
     expect(Object.keys(first.files).sort()).toEqual(["/out/deep/n.txt", "/src/app.py"]);
     const state = await first.agent.getState(first.config);
-    expect(Object.keys((state.values as { files: object }).files).sort()).toEqual(["/out/deep/n.txt", "/src/app.py"]);
+    expect(Object.keys((state as unknown as { values: { files: object } }).values.files).sort()).toEqual(["/out/deep/n.txt", "/src/app.py"]);
 
     const resumed = await run(sandbox, [{ name: "execute", args: { command: "cat /out/deep/n.txt /src/app.py" } }], { threadId: "resume", checkpointer });
     expect(resumed.outcomes[0]!.text).toMatch(/^needle\nprint\('from the agent'\)\n/);
   });
 });
+
+describe("VfsSandbox over a composite of every route kind", () => {
+  let emulator: HubEmulator | undefined;
+  afterAll(async () => emulator?.close());
+
+  it("state, store, disk and Hub routes: the command sees the agent's writes, the agent sees the command's", async () => {
+    emulator = await startHubEmulator({});
+    const disk = await makeTempRoot();
+    const store = new InMemoryStore();
+    try {
+      const hub = new ContextHubBackend("repo", { client: hubClient(emulator, { retries: false }), log: () => undefined });
+      const composite = new CompositeBackend(new StateBackend(), {
+        "/memories/": new StoreBackend(),
+        "/workspace/": new FilesystemBackend({ rootDir: disk.root, virtualMode: true }),
+        "/hub/": hub,
+      });
+      const sandbox = sandboxOver(composite);
+      const routes = ["/", "/memories/", "/workspace/", "/hub/"];
+      const script: ScriptedCall[] = [
+        ...routes.map((r) => ({ name: "write_file", args: { file_path: `${r}agent.md`, content: `agent wrote ${r}\n` } })),
+        {
+          name: "execute",
+          args: { command: routes.map((r) => `cat ${r}agent.md && mkdir -p ${r}cmd && echo "needle from ${r}" > ${r}cmd/out.txt`).join(" && ") },
+        },
+        ...routes.map((r) => ({ name: "read_file", args: { file_path: `${r}cmd/out.txt` } })),
+        ...routes.map((r) => ({ name: "ls", args: { path: `${r}cmd` } })),
+        { name: "grep", args: { pattern: "needle from", path: "/", output_mode: "files_with_matches" } },
+      ];
+      const { outcomes, files } = await run(sandbox, script, { store });
+      const exec = outcomes[routes.length]!;
+      expect(exec.text).toMatch(/^agent wrote \/\nagent wrote \/memories\/\nagent wrote \/workspace\/\nagent wrote \/hub\/\n/);
+      routes.forEach((r, i) => {
+        expect(outcomes[routes.length + 1 + i]!.text, `read_file ${r}`).toContain(`needle from ${r}`);
+        expect(outcomes[2 * routes.length + 1 + i]!.text, `ls ${r}`).toContain(`${r}cmd/out.txt`);
+      });
+      const grep = outcomes[outcomes.length - 1]!.text;
+      for (const r of routes) expect(grep).toContain(`${r}cmd/out.txt`);
+      // Each write is where its route keeps it: the graph's files channel, the store, the disk, the repo.
+      expect(Object.keys(files)).toContain("/cmd/out.txt");
+      expect((await store.search(["filesystem"])).map((item) => item.key).sort()).toEqual(["/agent.md", "/cmd/out.txt"]);
+      expect(await fs.readFile(path.join(disk.root, "cmd/out.txt"), "utf8")).toBe("needle from /workspace/\n");
+      await hub.sync?.();
+      expect(hubFiles(emulator)["cmd/out.txt"]).toBe("needle from /hub/\n");
+    } finally {
+      await disk.remove();
+    }
+  });
+
+  it("commands of one agent run at once (parallel tool calls share the mount)", async () => {
+    const sandbox = sandboxOver(new StateBackend());
+    const agent = createDeepAgent({
+      model: new ParallelScriptedModel([
+        [1, 2, 3].map((n) => ({ name: "execute", args: { command: `sleep 1; echo ${n} > /par-${n}.txt; cat /par-${n}.txt` } })),
+        [{ name: "execute", args: { command: "cat /par-1.txt /par-2.txt /par-3.txt" } }],
+      ]),
+      backend: sandbox as unknown as UpstreamBackend,
+    });
+    const started = Date.now();
+    const result = (await agent.invoke({ messages: [new HumanMessage("go")] }, { recursionLimit: 30 })) as { messages: BaseMessage[]; files: Record<string, unknown> };
+    const elapsed = Date.now() - started;
+    const texts = result.messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m)).map((m) => String(m.content));
+    expect(texts.slice(0, 3).map((t) => t.split("\n")[0]).sort()).toEqual(["1", "2", "3"]);
+    expect(texts[3]).toMatch(/^1\n2\n3\n/);
+    expect(Object.keys(result.files).sort()).toEqual(["/par-1.txt", "/par-2.txt", "/par-3.txt"]);
+    // Three one-second commands in well under three seconds: they ran at once.
+    expect(elapsed).toBeLessThan(2900);
+  });
+});
+
+describe("README's example: an agent runs the tests of the code it wrote", () => {
+  it("write_file calc.py and its tests on /workspace/, then execute runs unittest in the sandbox", async () => {
+    const disk = await makeTempRoot();
+    try {
+      const sandbox = sandboxOver(
+        new CompositeBackend(new StateBackend(), { "/workspace/": new FilesystemBackend({ rootDir: disk.root, virtualMode: true }) }),
+      );
+      const { outcomes } = await run(sandbox, [
+        { name: "write_file", args: { file_path: "/workspace/calc.py", content: "def add(a, b):\n    return a + b\n" } },
+        {
+          name: "write_file",
+          args: {
+            file_path: "/workspace/test_calc.py",
+            content: "import unittest\nfrom calc import add\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n",
+          },
+        },
+        { name: "execute", args: { command: "cd /workspace && python3 -B -m unittest -v 2>&1 | tail -1" } },
+        { name: "edit_file", args: { file_path: "/workspace/calc.py", old_string: "a + b", new_string: "a - b" } },
+        { name: "execute", args: { command: "cd /workspace && python3 -B -m unittest" } },
+      ]);
+      expect(outcomes[2]!.text).toMatch(/^OK\n/);
+      expect(outcomes[4]!.text).toContain("FAILED (failures=1)");
+      expect(outcomes[4]!.text).toContain("Exit code: 1");
+    } finally {
+      await disk.remove();
+    }
+  });
+});
+
+describe("VfsSandbox reads to the agent exactly as LocalShellBackend", () => {
+  it("same output, exit code and truncation for the same commands; its timeout message", async () => {
+    const disk = await makeTempRoot();
+    try {
+      const local = new LocalShellBackend({ rootDir: disk.root, virtualMode: true, maxOutputBytes: 300, timeout: 2 });
+      await local.initialize();
+      const sandbox = new VfsSandbox({ backend: new FilesystemBackend({ rootDir: disk.root, virtualMode: true }), maxOutputBytes: 300, timeout: 2, log: () => undefined });
+      sandboxes.push(sandbox);
+      const commands = [
+        "echo hi",
+        "echo out; echo err >&2; exit 3",
+        "true",
+        "printf 'no newline'",
+        "echo é€😀 | head -c 5; echo",
+        "head -c 1000 /dev/zero | tr '\\0' x",
+        "echo line1 >&2; echo line2 >&2",
+        "exit 42",
+        "printf 'a\\n\\n\\n'",
+      ];
+      for (const command of commands) {
+        const ours = await sandbox.execute(command);
+        const theirs = await local.execute(command);
+        expect(ours, command).toEqual(theirs);
+      }
+      expect(await sandbox.execute("")).toEqual(await local.execute(""));
+      const timedOut = await sandbox.execute("trap '' TERM; sleep 30");
+      expect(timedOut).toEqual(await local.execute("sleep 30"));
+      expect(timedOut).toEqual({ output: "Error: Command timed out after 2.0 seconds.", exitCode: 124, truncated: false });
+    } finally {
+      await disk.remove();
+    }
+  });
+});
+
+/** A model that answers turn n with all of script[n]'s tool calls at once (parallel tool calls). */
+class ParallelScriptedModel extends RunScriptedChatModel {
+  private turn = 0;
+  constructor(private readonly turns: ScriptedCall[][]) {
+    super([]);
+  }
+  override async _generate() {
+    const n = this.turn++;
+    const calls = this.turns[n];
+    const { AIMessage } = await import("@langchain/core/messages");
+    const message = calls
+      ? new AIMessage({ content: "", id: `par_${n}`, tool_calls: calls.map((c, i) => ({ ...c, id: `par_${n}_${i}`, type: "tool_call" as const })) })
+      : new AIMessage({ content: "done", id: `par_${n}` });
+    return { generations: [{ text: "", message }] };
+  }
+}

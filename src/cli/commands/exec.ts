@@ -101,7 +101,8 @@ async function execute(argv: ExecArgs, command: string[]): Promise<number> {
     let cut = false;
     const outcome = await sandbox.runSandboxed({
       layout: { ...resolved.layout, root: served.root, newSession: await needsNewSession() },
-      command,
+      // Through sh's exec, so that a missing program is 127 and a non-executable one 126, as in a shell.
+      command: ["/bin/sh", "-c", 'exec "$@"', "sh", ...command],
       limits: resolved.limits,
       timeoutMs,
       stdio: "inherit",
