@@ -81,7 +81,7 @@ export function parseBytes(value: number | string, what: string): number {
 }
 
 export interface ResolvedSandboxOptions {
-  layout: Omit<SandboxLayout, "etcFds" | "statusFd" | "root" | "newSession">;
+  layout: Omit<SandboxLayout, "etcFds" | "statusFd" | "seccompFd" | "root" | "newSession">;
   limits: { memoryBytes?: number; pids: number };
 }
 
