@@ -440,7 +440,7 @@ async function main() {
   console.log("* true, plain mount column (in parentheses): `/bin/sh -c true` spawned on the host (it touches no mount; for scale)");
   console.log(`* grep: ${needles} matching lines found by every run; LocalShellBackend runs \`grep -r needle .\` in the route's directory, the plain mount \`cd <mnt> && grep -r needle <mnt>/workspace\``);
   console.log(`* python: every run printed "${pythonWant}" (files, bytes); its cwd is where the files' parent is (LocalShellBackend: a copy of the files on the ext4 device; the plain mount: \`cd <mnt> && python3 ... data\`; the sandbox: /, reading /data), and python -c imports from its cwd first`);
-  console.log(`* the sandbox's mount keeps kernel entries and attributes 1 s, as the plain mount, and forgets the vfs's cached attributes at each execute (read-your-writes with the agent's file tools)`);
+  console.log(`* the sandbox's mount keeps kernel entries and attributes 1 s, as the plain mount, and forgets the vfs's cached attributes at an execute after the agent's own changes or inside a graph (read-your-writes with the agent's file tools); here, outside a graph, it keeps them`);
   for (const [label, t] of [["grep", grepTimes], ["python", pyTimes]]) {
     const work = median(t.sandbox) - tMed("sandbox");
     console.log(`* ${label}, the work alone (VfsSandbox median minus its execute("true") median): ${fmt(work)} ms = ${ratio(work, median(t.mount))} of the plain mount`);

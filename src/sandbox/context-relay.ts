@@ -51,6 +51,11 @@ export class ContextRelay {
     }
   }
 
+  /** Whether an execute with a graph context is running (its backend's data may change with the graph's steps). */
+  get inGraph(): boolean {
+    return this.running.length > 0;
+  }
+
   private inContext<T>(fn: () => T): T {
     const newest = this.running[this.running.length - 1];
     return newest ? newest.run(fn) : fn();

@@ -5,3 +5,4 @@ export { resolveSandboxOptions, parseBind, SandboxOptionError, MINIMAL_ENV, DEFA
 export { mountPrivately, type SandboxMount } from "./sandbox-mount.js";
 export { configIdentity, findRunningMount, registerMount, type MountRecord } from "./mount-registry.js";
 export { SANDBOX_MOUNT_POINTS, isSystemPath } from "./system-paths.js";
+export { settleLimitGroups } from "./limits.js";

@@ -166,15 +166,28 @@ function safeRead(file: string): string {
 /**
  * Removes the groups once their last process is gone: the sandbox's init can still be a
  * zombie for a moment after bwrap reports, so a busy group is retried for a few seconds
- * (timers that do not hold the process open).
+ * (at most 3 s; a process about to exit waits with settleLimitGroups).
  */
-function removeWhenEmpty(dirs: string[], attempt = 0): void {
-  const left = dirs.filter((dir) => {
-    removeDir(dir);
-    return existsSync(dir);
-  });
-  if (left.length === 0 || attempt >= 60) return;
-  setTimeout(() => removeWhenEmpty(left, attempt + 1), 50).unref();
+function removeWhenEmpty(dirs: string[]): void {
+  const removal = (async () => {
+    for (let attempt = 0; attempt < 60; attempt++) {
+      dirs = dirs.filter((dir) => {
+        removeDir(dir);
+        return existsSync(dir);
+      });
+      if (dirs.length === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
+  pendingRemovals.add(removal);
+  void removal.finally(() => pendingRemovals.delete(removal));
+}
+
+const pendingRemovals = new Set<Promise<void>>();
+
+/** Waits until the groups of finished commands are removed (a process about to exit calls it). */
+export async function settleLimitGroups(): Promise<void> {
+  await Promise.all([...pendingRemovals]);
 }
 
 /** Groups of sandboxes whose backendfs process is gone (it exited before a group emptied). */

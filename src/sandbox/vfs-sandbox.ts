@@ -5,9 +5,9 @@
  * goes straight to the backend. So `createDeepAgent({ backend: new VfsSandbox({ backend }) })`
  * gives the agent an `execute` tool that sees exactly its files, at its paths.
  *
- * Read-your-writes both ways: each execute starts from fresh attributes (the mount forgets
- * what it cached, keeps version-checked pages) and ends after the command's writes are
- * uploaded. The kernel keeps entries and attributes for KERNEL_TTL_SEC, as on a plain mount
+ * Read-your-writes both ways: an execute after the agent's own changes (or any, inside a
+ * graph) starts from fresh attributes (the mount forgets what it cached, keeps
+ * version-checked pages), and each ends after the command's writes are uploaded. The kernel keeps entries and attributes for KERNEL_TTL_SEC, as on a plain mount
  * (a TTL of 0 made every path lookup of every command a round trip into Node: 45-57 ms
  * more per start, 3x longer work); it cannot be told to forget them, so an execute that
  * follows one of the agent's own changes within that time waits for it to pass. Inside a graph the mount is served in the
@@ -61,6 +61,12 @@ export interface VfsSandboxOptions extends SandboxOptions {
   permissions?: FilesystemPermission[];
   /** Where the sandbox reports what it cannot return (a shadowed path, a weaker cap). Default stderr. */
   log?: (line: string) => void;
+  /**
+   * Seconds without a running command after which the mount is taken down (the next execute
+   * mounts again, ~60 ms). A mount keeps its process alive: this bounds how long a program
+   * that forgot close() waits at its end. Default 10; 0 keeps it until close().
+   */
+  idleUnmountSeconds?: number;
 }
 
 /** The kernel's entry and attribute TTL on a sandbox's mount. */
@@ -82,9 +88,15 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
   private closed = false;
   /** When the agent last changed a file straight through the backend (ms). */
   private changedAt = 0;
+  /** When the last command ended (ms): changes after it are what the next one must see. */
+  private lastEnded = 0;
+  private running = 0;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly idleUnmountMs: number;
 
   constructor(options: VfsSandboxOptions) {
-    const { backend, timeout = 120, maxOutputBytes = 100_000, permissions, log, ...sandbox } = options;
+    const { backend, timeout = 120, maxOutputBytes = 100_000, permissions, log, idleUnmountSeconds = 10, ...sandbox } = options;
+    this.idleUnmountMs = idleUnmountSeconds * 1000;
     this.backend = "ls" in backend && typeof backend.ls === "function" ? (backend as BackendProtocolV2) : adaptBackendProtocol(backend);
     this.settings = resolveSandboxOptions(sandbox);
     this.timeoutSeconds = timeout;
@@ -99,40 +111,61 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
     if (this.closed) return { output: "Error executing command: the sandbox is closed", exitCode: 1, truncated: false };
     const refusal = sandboxRefusal();
     if (refusal) return { output: `Error executing command: ${refusal}`, exitCode: 1, truncated: false };
-    return this.relay.during(async () => {
-      let mounted: SandboxMount;
-      try {
-        mounted = await this.mount();
-      } catch (error) {
-        return { output: `Error executing command: ${(error as Error).message}`, exitCode: 1, truncated: false };
+    clearTimeout(this.idleTimer);
+    this.running++;
+    try {
+      return await this.relay.during(() => this.run(command));
+    } finally {
+      if (--this.running === 0 && this.idleUnmountMs > 0) {
+        this.idleTimer = setTimeout(() => void this.unmountIdle(), this.idleUnmountMs);
+        this.idleTimer.unref();
       }
-      // What the agent wrote since the last command (straight to the backend) must be seen.
-      const settle = this.changedAt + KERNEL_TTL_SEC * 1000 - Date.now();
-      if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
-      mounted.vfs.invalidate("attributes");
-      const outcome = await runSandboxed({
-        layout: { ...this.settings.layout, root: mounted.root, newSession: true },
-        command: ["/bin/sh", "-c", command],
-        limits: this.settings.limits,
-        timeoutMs: this.timeoutSeconds * 1000,
-        stdio: "capture",
-        keepBytes: keepBytesFor(this.maxOutputBytes),
-        log: this.log,
-      });
-      const unsaved = await mounted.vfs.uploadDirty();
-      if (outcome.setupError) return { output: `Error executing command: ${outcome.setupError}`, exitCode: 1, truncated: false };
-      if (outcome.timedOut) return timedOutResponse(this.timeoutSeconds);
-      let stderr = outcome.stderr.toString("utf8");
-      if (outcome.oomKilled) stderr += `\nkilled: out of memory (the sandbox's memory cap is ${this.settings.limits.memoryBytes} bytes)`;
-      for (const failure of unsaved) stderr += `\nnot saved: ${failure}`;
-      const exitCode = unsaved.length > 0 && outcome.exitCode === 0 ? 1 : outcome.exitCode;
-      return formatExecuteOutput(outcome.stdout.toString("utf8"), stderr, exitCode, this.maxOutputBytes);
+    }
+  }
+
+  private async run(command: string): Promise<ExecuteResponse> {
+    let mounted: SandboxMount;
+    try {
+      mounted = await this.mount();
+    } catch (error) {
+      return { output: `Error executing command: ${(error as Error).message}`, exitCode: 1, truncated: false };
+    }
+    // What the agent wrote since the last command (straight to the backend) must be seen;
+    // inside a graph, also what the graph's steps changed (other tools' channel writes).
+    const settle = this.changedAt + KERNEL_TTL_SEC * 1000 - Date.now();
+    if (settle > 0) await new Promise((resolve) => setTimeout(resolve, settle));
+    if (this.relay.inGraph || this.changedAt >= this.lastEnded) mounted.vfs.invalidate("attributes");
+    const outcome = await runSandboxed({
+      layout: { ...this.settings.layout, root: mounted.root, newSession: true },
+      command: ["/bin/sh", "-c", command],
+      limits: this.settings.limits,
+      timeoutMs: this.timeoutSeconds * 1000,
+      stdio: "capture",
+      keepBytes: keepBytesFor(this.maxOutputBytes),
+      log: this.log,
     });
+    const unsaved = await mounted.vfs.uploadDirty();
+    this.lastEnded = Date.now();
+    if (outcome.setupError) return { output: `Error executing command: ${outcome.setupError}`, exitCode: 1, truncated: false };
+    if (outcome.timedOut) return timedOutResponse(this.timeoutSeconds);
+    let stderr = outcome.stderr.toString("utf8");
+    if (outcome.oomKilled) stderr += `\nkilled: out of memory (the sandbox's memory cap is ${this.settings.limits.memoryBytes} bytes)`;
+    for (const failure of unsaved) stderr += `\nnot saved: ${failure}`;
+    const exitCode = unsaved.length > 0 && outcome.exitCode === 0 ? 1 : outcome.exitCode;
+    return formatExecuteOutput(outcome.stdout.toString("utf8"), stderr, exitCode, this.maxOutputBytes);
+  }
+
+  private async unmountIdle(): Promise<void> {
+    if (this.running > 0 || !this.mounting) return;
+    const mounting = this.mounting;
+    this.mounting = undefined;
+    await (await mounting.catch(() => undefined))?.unmount().catch((error: Error) => this.log(`cannot unmount the idle sandbox: ${error.message}`));
   }
 
   /** Unmounts the sandbox's mount (uploading anything still open). The backend stays open. */
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.idleTimer);
     const mounting = this.mounting;
     this.mounting = undefined;
     if (mounting) await (await mounting.catch(() => undefined))?.unmount();

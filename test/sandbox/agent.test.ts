@@ -4,7 +4,7 @@
  * writes is there for read_file, ls and grep, on every route kind, and a command's writes to
  * the agent's thread state enter the `files` channel, survive the run and a resumed thread.
  */
-import { promises as fs } from "node:fs";
+import { promises as fs, readFileSync } from "node:fs";
 import path from "node:path";
 import { createDeepAgent } from "deepagents";
 import type { AnyBackendProtocol as UpstreamBackend } from "deepagents";
@@ -235,3 +235,29 @@ class ParallelScriptedModel extends RunScriptedChatModel {
     return { generations: [{ text: "", message }] };
   }
 }
+
+describe("VfsSandbox lifecycle", () => {
+  const mountsOf = (pid: number) => readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => l.includes("fuse.backendfs") && l.includes(`/sandboxes/${pid}-`));
+
+  it("an idle sandbox takes its mount down (a program that forgot close() can exit) and mounts again for the next command", async () => {
+    const disk = await makeTempRoot();
+    const sandbox = new VfsSandbox({ backend: new FilesystemBackend({ rootDir: disk.root, virtualMode: true }), idleUnmountSeconds: 0.3, log: () => undefined });
+    sandboxes.push(sandbox);
+    // Other tests' sandboxes of this process stay mounted until afterAll: count only this one's.
+    const before = new Set(mountsOf(process.pid));
+    const own = () => mountsOf(process.pid).filter((line) => !before.has(line));
+    try {
+      expect((await sandbox.execute("echo one > /one.txt")).exitCode).toBe(0);
+      expect(own().length).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      expect(own()).toEqual([]);
+      expect((await sandbox.execute("cat /one.txt")).output).toBe("one\n");
+      expect(own().length).toBe(1);
+      await sandbox.close();
+      expect(own()).toEqual([]);
+      expect((await sandbox.execute("true")).output).toBe("Error executing command: the sandbox is closed");
+    } finally {
+      await disk.remove();
+    }
+  });
+});

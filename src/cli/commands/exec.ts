@@ -132,6 +132,7 @@ async function execute(argv: ExecArgs, command: string[]): Promise<number> {
       reportError("exec", error, argv.verbose);
       process.exitCode = 1;
     });
+    await sandbox.settleLimitGroups();
   }
 }
 
