@@ -170,6 +170,8 @@ function safeRead(file: string): string {
  */
 function removeWhenEmpty(dirs: string[]): void {
   const removal = (async () => {
+    // Off the command's path: an rmdir in cgroupfs takes milliseconds (the kernel waits for RCU).
+    await new Promise((resolve) => setImmediate(resolve));
     for (let attempt = 0; attempt < 60; attempt++) {
       dirs = dirs.filter((dir) => {
         removeDir(dir);

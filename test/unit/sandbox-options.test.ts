@@ -37,7 +37,9 @@ describe("sandbox options", () => {
     expect(message(() => parseBind("/tmp:x"))).toBe("--bind target x: must be an absolute path (the agent's own paths start at /)");
     expect(message(() => parseBind("/tmp:/a/../../etc"))).toBe("--bind target /a/../../etc: must not contain ..");
     expect(message(() => resolveSandboxOptions({ memory: "lots" }))).toBe("--memory lots: not a size (try 512MiB)");
-    expect(message(() => resolveSandboxOptions({ pids: 0 }))).toBe("--pids 0: must be a positive integer");
+    expect(message(() => resolveSandboxOptions({ pids: -1 }))).toBe("--pids -1: must be a positive integer, or 0 for no cap");
+    expect(message(() => resolveSandboxOptions({ pids: 1.5 }))).toBe("--pids 1.5: must be a positive integer, or 0 for no cap");
+    expect(resolveSandboxOptions({ pids: 0 }).limits).toEqual({ pids: undefined, memoryBytes: undefined });
     expect(message(() => resolveSandboxOptions({ env: { "A=B": "x" } }))).toBe("--env A=B: a name must be non-empty without = or NUL, a value without NUL");
     expect(parseBind("/tmp:/data/:ro")).toEqual({ host: "/tmp", virtual: "/data", readOnly: true });
     expect(resolveSandboxOptions({ memory: "64MiB" }).limits).toEqual({ memoryBytes: 64 * 1024 * 1024, pids: 4096 });

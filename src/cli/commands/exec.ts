@@ -47,7 +47,7 @@ export const execCommand: CommandModule<object, ExecArgs> = {
       .option("bind", { type: "string", array: true, default: [] as string[], describe: "HOST:VIRT[:ro]: an extra host path at an agent path (repeatable)" })
       .option("timeout", { type: "string", describe: "end the command (SIGTERM, SIGKILL 1s later) after this, e.g. 30s" })
       .option("memory", { type: "string", describe: "memory cap of the whole command, e.g. 512MiB" })
-      .option("pids", { type: "number", describe: "cap on its processes (default 4096)" })
+      .option("pids", { type: "number", describe: "cap on its processes (default 4096; 0: none)" })
       .option("tmp-size", { type: "string", describe: "size cap of its private /tmp (default 512MiB)" })
       .option("max-output-bytes", { type: "number", describe: "stop passing stdout+stderr on after this many bytes" })
       .option("verbose", { alias: "v", type: "boolean", default: false, describe: "print an error's stack trace" })
