@@ -201,6 +201,8 @@ let loop;
 let sandboxedCommands = () => 0;
 let loaded;
 let sandbox;
+/** The same sandbox without the default pids cap (no cgroup to enter). */
+let uncappedSandbox;
 let plain;
 let privateMount;
 let cachedMount;
@@ -266,6 +268,7 @@ function cleanup() {
       }
     };
     if (sandbox) await step("sandbox.close", () => sandbox.close());
+    if (uncappedSandbox) await step("uncapped sandbox.close", () => uncappedSandbox.close());
     if (privateMount) await step("private mount", () => privateMount.unmount());
     if (cachedMount) await step("private mount (TTL 1 s)", () => cachedMount.unmount());
     if (plain) await step("plain mount", () => plain.unmount());
@@ -351,6 +354,7 @@ async function main() {
   const pythonWant = `${STATE_FILES} ${STATE_FILES * STATE_FILE_BYTES}`;
 
   sandbox = new VfsSandbox({ backend, timeout: 120, maxOutputBytes: 1_000_000, log: (line) => sandboxLog.push(line) });
+  uncappedSandbox = new VfsSandbox({ backend, timeout: 120, maxOutputBytes: 1_000_000, pids: 0, log: (line) => sandboxLog.push(line) });
   const localWorkspace = new LocalShellBackend({ rootDir: workspace, virtualMode: true, env: ENV, maxOutputBytes: 1_000_000 });
   await localWorkspace.initialize();
   const localState = new LocalShellBackend({ rootDir: stateCopy, virtualMode: true, env: ENV, maxOutputBytes: 1_000_000 });
@@ -384,6 +388,7 @@ async function main() {
   const trueTargets = [
     ["local", () => localWorkspace.execute("true"), executeOk],
     ["sandbox", () => sandbox.execute("true"), executeOk],
+    ["sandbox pids 0", () => uncappedSandbox.execute("true"), executeOk],
     ["host sh", () => hostShell("true"), hostOk],
     ["runSandboxed host /", direct("/", true), outcomeOk],
     ["runSandboxed mount", direct(privateMount.root, false), outcomeOk],
@@ -454,6 +459,7 @@ async function main() {
     ["runSandboxed over a private mount, kernel TTL 1 s (as VfsSandbox's)", "runSandboxed mount ttl1"],
     ["runSandboxed over a private mount, kernel TTL 0 (VfsSandbox's before it settled on 1 s)", "runSandboxed mount"],
     ["VfsSandbox.execute(\"true\") (+ invalidate, upload check, output)", "sandbox"],
+    ["VfsSandbox.execute(\"true\") with pids: 0 (no cgroup to enter)", "sandbox pids 0"],
   ];
   console.log(`\nstart-up, split into steps (${RUNS} runs each; all but bare bwrap interleaved with the table above's)\n`);
   let previous;
