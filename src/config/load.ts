@@ -5,6 +5,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
+import { durationInMs, sizeInBytes } from "../protocol/units.js";
 import type { AnyBackendProtocol, BackendProtocolV2 } from "../protocol/index.js";
 import { CompositeBackend } from "../backends/composite.js";
 import type { FilesystemPermission } from "../policy/index.js";
@@ -164,22 +165,16 @@ async function buildMountConfig(config: MountConfigFile, baseDir: string, file: 
   };
 }
 
-const SIZE_UNITS: Record<string, number> = { b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3 };
-
 export function parseSize(value: string | number): number {
-  if (typeof value === "number") return value;
-  const m = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(value.trim());
-  const unit = SIZE_UNITS[(m?.[2] || "b").toLowerCase()];
-  if (!m || unit === undefined) throw new Error(`Invalid size: ${JSON.stringify(value)}`);
-  return Math.round(Number(m[1]) * unit);
+  const bytes = sizeInBytes(value);
+  if (bytes === undefined) throw new Error(`Invalid size: ${JSON.stringify(value)}`);
+  return bytes;
 }
 
 export function parseDuration(value: string | number): number {
-  if (typeof value === "number") return value * 1000;
-  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m)?$/.exec(value.trim());
-  if (!m) throw new Error(`Invalid duration: ${JSON.stringify(value)}`);
-  const factor = m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000;
-  return Number(m[1]) * factor;
+  const ms = durationInMs(value);
+  if (ms === undefined) throw new Error(`Invalid duration: ${JSON.stringify(value)}`);
+  return ms;
 }
 
 function cacheSettings(cache: MountConfigFile["cache"]): CacheSettings {

@@ -4,6 +4,7 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
+import { sizeInBytes } from "../protocol/units.js";
 import type { ExtraBind, SandboxLayout } from "./bwrap.js";
 
 export interface SandboxOptions {
@@ -71,17 +72,10 @@ function checkedVirtual(value: string, what: string): string {
   return path.posix.normalize(value).replace(/(.)\/+$/, "$1");
 }
 
-const UNITS: Record<string, number> = { "": 1, b: 1, k: 1024, kb: 1e3, kib: 1024, m: 1024 ** 2, mb: 1e6, mib: 1024 ** 2, g: 1024 ** 3, gb: 1e9, gib: 1024 ** 3 };
-
 export function parseBytes(value: number | string, what: string): number {
-  if (typeof value === "number") {
-    if (!Number.isFinite(value) || value <= 0) throw new SandboxOptionError(`${what} ${value}: must be a positive size`);
-    return Math.floor(value);
-  }
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
-  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined || Number(m[1]) <= 0) throw new SandboxOptionError(`${what} ${value}: not a size (try 512MiB)`);
-  return Math.floor(Number(m[1]) * unit);
+  const bytes = sizeInBytes(value);
+  if (bytes === undefined || bytes <= 0) throw new SandboxOptionError(`${what} ${value}: not a size (try 512MiB)`);
+  return bytes;
 }
 
 export interface ResolvedSandboxOptions {

@@ -8,6 +8,7 @@
  */
 import { spawn, type StdioOptions } from "node:child_process";
 import { readdirSync, readlinkSync } from "node:fs";
+import { constants } from "node:os";
 import type { Readable, Writable } from "node:stream";
 import { CappedBytes } from "../backends/execute-output.js";
 import { bwrapArgs, etcFiles, type SandboxLayout } from "./bwrap.js";
@@ -183,7 +184,6 @@ function pidsInNamespace(namespace: string): number[] {
   return pids;
 }
 
-const SIGNALS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGQUIT: 3, SIGABRT: 6, SIGKILL: 9, SIGSEGV: 11, SIGPIPE: 13, SIGALRM: 14, SIGTERM: 15 };
-function signalNumber(signal: string): number {
-  return SIGNALS[signal] ?? 9;
+function signalNumber(signal: NodeJS.Signals): number {
+  return constants.signals[signal] ?? 9;
 }

@@ -8,6 +8,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
+import { durationInMs } from "../../protocol/units.js";
 import { reportError } from "../run.js";
 
 interface ExecArgs {
@@ -69,7 +70,7 @@ async function execute(argv: ExecArgs, command: string[]): Promise<number> {
   let resolved;
   let timeoutMs: number | undefined;
   try {
-    timeoutMs = argv.timeout === undefined ? undefined : parseSeconds(argv.timeout) * 1000;
+    timeoutMs = argv.timeout === undefined ? undefined : parseTimeout(argv.timeout);
     const refusal = sandbox.sandboxRefusal();
     if (refusal) throw new Error(refusal);
     resolved = sandbox.resolveSandboxOptions({
@@ -199,9 +200,8 @@ function parseEnv(pairs: string[]): Record<string, string> {
   return env;
 }
 
-function parseSeconds(value: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value);
-  if (!m) throw new Error(`--timeout ${value}: not a duration (try 30s)`);
-  const n = Number(m[1]);
-  return m[2] === "ms" ? n / 1000 : m[2] === "m" ? n * 60 : n;
+function parseTimeout(value: string): number {
+  const ms = durationInMs(value);
+  if (ms === undefined || ms <= 0) throw new Error(`--timeout ${value}: not a duration (try 30s)`);
+  return ms;
 }

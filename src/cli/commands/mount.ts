@@ -10,6 +10,7 @@ import path from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
 import { permissionsAccessCheck } from "../../policy/rules.js";
+import { durationInMs, sizeInBytes } from "../../protocol/units.js";
 import { isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
 import type { AccessCheck } from "../../vfs/index.js";
 import type { FilesystemPermission } from "../../policy/types.js";
@@ -165,20 +166,14 @@ export function accessCheck(rules: LoadedConfig["permissions"]): AccessCheck | u
   return permissionsAccessCheck(rules ?? []);
 }
 
-const UNITS: Record<string, number> = { "": 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3 };
-
 export function parseSize(value: string | number): number {
-  if (typeof value === "number") return value;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(value);
-  const unit = m ? UNITS[m[2]!.toLowerCase()] : undefined;
-  if (!m || unit === undefined) throw new MountError(`not a size: ${value} (try 256MiB)`);
-  return Math.round(Number(m[1]) * unit);
+  const bytes = sizeInBytes(value);
+  if (bytes === undefined) throw new MountError(`not a size: ${value} (try 256MiB)`);
+  return bytes;
 }
 
 export function parseDuration(value: string | number): number {
-  if (typeof value === "number") return value * 1000;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m)?\s*$/.exec(value);
-  if (!m) throw new MountError(`not a duration: ${value} (try 1s or 500ms)`);
-  const factor = m[2] === "ms" ? 1 : m[2] === "m" ? 60_000 : 1000;
-  return Math.round(Number(m[1]) * factor);
+  const ms = durationInMs(value);
+  if (ms === undefined) throw new MountError(`not a duration: ${value} (try 1s or 500ms)`);
+  return ms;
 }
