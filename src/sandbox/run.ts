@@ -84,13 +84,17 @@ export function runSandboxed(options: SandboxRunOptions): Promise<SandboxOutcome
   return new Promise<SandboxOutcome>((resolve) => {
     const child = spawn(argv[0]!, argv.slice(1), { stdio });
     const pipes = child.stdio as unknown as Array<Readable & Writable>;
-    pipes[FD_ARGS]!.on("error", () => undefined);
-    pipes[FD_ARGS]!.end(bwrapOptions.map((arg) => `${arg}\0`).join(""));
-    pipes[FD_SECCOMP]!.on("error", () => undefined);
-    pipes[FD_SECCOMP]!.end(SECCOMP_PROGRAM);
-    for (const [fd, text] of [[FD_PASSWD, etc.passwd], [FD_GROUP, etc.group], [FD_HOSTS, etc.hosts]] as const) {
+    // What bwrap reads at start-up; a pipe bwrap closed early (it failed) is not our error.
+    const inputs: Array<[number, string | Buffer]> = [
+      [FD_ARGS, bwrapOptions.map((arg) => `${arg}\0`).join("")],
+      [FD_SECCOMP, SECCOMP_PROGRAM],
+      [FD_PASSWD, etc.passwd],
+      [FD_GROUP, etc.group],
+      [FD_HOSTS, etc.hosts],
+    ];
+    for (const [fd, data] of inputs) {
       pipes[fd]!.on("error", () => undefined);
-      pipes[fd]!.end(text);
+      pipes[fd]!.end(data);
     }
     const stdout = new CappedBytes(options.keepBytes ?? Infinity);
     const stderr = new CappedBytes(options.keepBytes ?? Infinity);
