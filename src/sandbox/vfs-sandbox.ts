@@ -47,6 +47,7 @@ import type { FilesystemPermission } from "../policy/index.js";
 import { sandboxRefusal } from "./bwrap.js";
 import { ContextRelay } from "./context-relay.js";
 import { resolveSandboxOptions, type ResolvedSandboxOptions, type SandboxOptions } from "./options.js";
+import { settleLimitGroups } from "./limits.js";
 import { runSandboxed } from "./run.js";
 import { mountPrivately, type SandboxMount } from "./sandbox-mount.js";
 
@@ -162,13 +163,15 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
     await (await mounting.catch(() => undefined))?.unmount().catch((error: Error) => this.log(`cannot unmount the idle sandbox: ${error.message}`));
   }
 
-  /** Unmounts the sandbox's mount (uploading anything still open). The backend stays open. */
+  /** Unmounts the sandbox's mount (uploading anything still open) and removes its commands' cgroups. The backend stays open. */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.idleTimer);
     const mounting = this.mounting;
     this.mounting = undefined;
     if (mounting) await (await mounting.catch(() => undefined))?.unmount();
+    // The last commands' cgroups go once their processes are reaped; do not leave them behind.
+    await settleLimitGroups();
   }
 
   private mount(): Promise<SandboxMount> {

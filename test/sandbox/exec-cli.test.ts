@@ -156,12 +156,24 @@ describe("backendfs exec and a running mount of the same config", () => {
     daemon.stderr!.on("data", (d: Buffer) => (log += d.toString()));
     for (let i = 0; i < 300 && !log.includes("mounted at"); i++) await new Promise((r) => setTimeout(r, 50));
     expect(log).toContain("mounted at");
-    const before = backendfsMounts().length;
-    const result = await sh("ls /probe-running-mount-7f3a 2>/dev/null; echo via-daemon > /shared.txt; cat /shared.txt");
-    expect(result.stdout.toString()).toBe("via-daemon\n");
-    // The daemon served the command's requests; no second mount was made.
+    // exec as its own child, to watch for a private mount of its pid (other test files mount and unmount meanwhile).
+    const child = spawn(process.execPath, [cli.main(), "exec", "--", "/bin/sh", "-c", "ls /probe-running-mount-7f3a 2>/dev/null; echo via-daemon > /shared.txt; cat /shared.txt; sleep 0.5"], {
+      cwd: cli.cwd(),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    let ownMounts = 0;
+    while (child.exitCode === null) {
+      ownMounts += backendfsMounts().filter((line) => line.includes(`/sandboxes/${child.pid}-`)).length;
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 25))]);
+    }
+    expect(out).toBe("via-daemon\n");
+    expect(child.exitCode).toBe(0);
+    // The daemon served the command's requests; exec made no mount of its own.
     expect(log).toContain("/probe-running-mount-7f3a");
-    expect(backendfsMounts().length).toBe(before);
+    expect(ownMounts).toBe(0);
     expect(readFileSync(path.join(mountPoint, "shared.txt"), "utf8")).toBe("via-daemon\n");
     // The plain mount does not list the sandbox's mount points.
     expect(readdirSync(mountPoint).sort()).toEqual(["memories", "shared.txt"]);
