@@ -14,7 +14,7 @@ import type {
   ReadResult,
   SandboxBackendProtocolV2,
 } from "./types.js";
-import { OPTIONAL_METHODS } from "./capabilities.js";
+import { OPTIONAL_METHODS, type OptionalMethod } from "./capabilities.js";
 import { migrateToFileDataV2 } from "./file-data.js";
 import { applyGrepMaxCount } from "./grep.js";
 
@@ -80,20 +80,24 @@ export function adaptBackendProtocol(backend: AnyBackendProtocol): BackendProtoc
   return adapted;
 }
 
+/** A V2 backend as it is (with its capabilities), anything else adapted. */
+export function asBackendV2(backend: AnyBackendProtocol): BackendProtocolV2 {
+  return isV2(backend) && typeof backend.ls === "function" ? backend : adaptBackendProtocol(backend);
+}
+
+type Method = (...args: unknown[]) => unknown;
+
 /**
  * The optional methods beyond deepagents' protocol (rename, stat, sync, ...: OPTIONAL_METHODS)
- * are forwarded, so that a mount over an adapted backend keeps them. A sandbox's execute is
- * adaptSandboxProtocol's; what the protocol part above set already stays.
+ * are forwarded, so that a wrapper (an adapted backend, a VfsSandbox) keeps them. execute is
+ * never copied, nor a method `to` has already. `around` may wrap each forwarded call.
  */
-function copyCapabilities(from: object, to: object): void {
+export function copyCapabilities(from: object, to: object, around?: (name: OptionalMethod, call: Method) => Method): void {
   for (const name of OPTIONAL_METHODS) {
     const method = (from as Record<string, unknown>)[name];
     if (name === "execute" || typeof method !== "function" || typeof (to as Record<string, unknown>)[name] === "function") continue;
-    Object.defineProperty(to, name, {
-      value: (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(from, args),
-      enumerable: false,
-      configurable: true,
-    });
+    const call: Method = (...args) => (method as Method).apply(from, args);
+    Object.defineProperty(to, name, { value: around ? around(name, call) : call, enumerable: false, configurable: true });
   }
 }
 

@@ -4,6 +4,8 @@ export { SandboxError, type SandboxErrorCode } from "./sandbox-error.js";
 export {
   adaptBackendProtocol,
   adaptSandboxProtocol,
+  asBackendV2,
+  copyCapabilities,
   isSandboxBackend,
   isSandboxProtocol,
   resolveBackend,

@@ -33,14 +33,18 @@ export interface LentDir {
   host: string;
 }
 
-/** The lent directories this host has, each with its real path. */
+let lentDirs: LentDir[] | undefined;
+
+/** The lent directories this host has, each with its real path (looked up once: every command needs them). */
 export function lentSystemDirs(): LentDir[] {
+  if (lentDirs) return lentDirs;
   const lent: LentDir[] = [];
   for (const dir of LENT_SYSTEM_DIRS) {
     if (!existsSync(dir)) continue;
     const host = lstatSync(dir).isSymbolicLink() ? realpathSync(dir) : dir;
     lent.push({ virtual: dir, host });
   }
+  lentDirs = lent;
   return lent;
 }
 

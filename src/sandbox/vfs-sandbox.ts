@@ -7,12 +7,13 @@
  *
  * Read-your-writes both ways: an execute after the agent's own changes (or any, inside a
  * graph) starts from fresh attributes (the mount forgets what it cached, keeps
- * version-checked pages), and each ends after the command's writes are uploaded. The kernel keeps entries and attributes for KERNEL_TTL_SEC, as on a plain mount
- * (a TTL of 0 made every path lookup of every command a round trip into Node: 45-57 ms
- * more per start, 3x longer work); it cannot be told to forget them, so an execute that
- * follows one of the agent's own changes within that time waits for it to pass. Inside a graph the mount is served in the
- * running tool call's context (ContextRelay), so a zero-argument StateBackend route takes a
- * command's writes into the `files` channel like write_file's.
+ * version-checked pages), and each ends after the command's writes are uploaded. The kernel
+ * keeps entries and attributes for KERNEL_TTL_SEC, as on a plain mount (a TTL of 0 made
+ * every path lookup of every command a round trip into Node: 45-57 ms more per start, 3x
+ * longer work); it cannot be told to forget them, so an execute that follows one of the
+ * agent's own changes within that time waits for it to pass. Inside a graph the mount is
+ * served in the running tool call's context (ContextRelay), so a zero-argument StateBackend
+ * route takes a command's writes into the `files` channel like write_file's.
  *
  * Output is LocalShellBackend's: stdout, "[stderr] " lines, the cut at maxOutputBytes,
  * "Exit code: N", and its timeout message.
@@ -26,8 +27,9 @@ import {
   timedOutResponse,
 } from "../backends/execute-output.js";
 import {
-  adaptBackendProtocol,
-  OPTIONAL_METHODS,
+  asBackendV2,
+  copyCapabilities,
+  type OptionalMethod,
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type ExecuteResponse,
@@ -74,7 +76,7 @@ export interface VfsSandboxOptions extends SandboxOptions {
 const KERNEL_TTL_SEC = 1;
 
 /** Optional methods that change files: an execute after one waits out the kernel's TTL. */
-const CHANGING_METHODS = new Set<string>(["delete", "rename", "renameFrom", "mkdir", "setMetadata", "uploadFilesFrom"]);
+const CHANGING_METHODS = new Set<OptionalMethod>(["delete", "rename", "renameFrom", "mkdir", "setMetadata", "uploadFilesFrom"]);
 
 export class VfsSandbox implements SandboxBackendProtocolV2 {
   readonly id = `vfs-${randomBytes(4).toString("hex")}`;
@@ -98,13 +100,16 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
   constructor(options: VfsSandboxOptions) {
     const { backend, timeout = 120, maxOutputBytes = 100_000, permissions, log, idleUnmountSeconds = 10, ...sandbox } = options;
     this.idleUnmountMs = idleUnmountSeconds * 1000;
-    this.backend = "ls" in backend && typeof backend.ls === "function" ? (backend as BackendProtocolV2) : adaptBackendProtocol(backend);
+    this.backend = asBackendV2(backend);
     this.settings = resolveSandboxOptions(sandbox);
     this.timeoutSeconds = timeout;
     this.maxOutputBytes = maxOutputBytes;
     this.permissions = permissions;
     this.log = log ?? ((line) => process.stderr.write(`backendfs: ${line}\n`));
-    forwardCapabilities(this, this.backend, () => this.changed());
+    // delete, rename, stat, sync...: forwarded as they are; after one that changes files, the next execute must see it.
+    copyCapabilities(this.backend, this, (name, call) =>
+      CHANGING_METHODS.has(name) ? async (...args: unknown[]) => this.changed(await call(...args)) : call,
+    );
   }
 
   async execute(command: string): Promise<ExecuteResponse> {
@@ -236,26 +241,4 @@ export class VfsSandbox implements SandboxBackendProtocolV2 {
 
 export interface VfsSandbox {
   delete?(filePath: string): Promise<DeleteResult>;
-}
-
-/**
- * The wrapped backend's optional methods (delete, rename, stat, sync...), forwarded as they
- * are: the one mechanism every wrapper uses (OPTIONAL_METHODS). execute and close are ours.
- */
-function forwardCapabilities(sandbox: VfsSandbox, backend: BackendProtocolV2, changed: () => void): void {
-  for (const name of OPTIONAL_METHODS) {
-    if (name === "execute" || name === "close" || name === "uploadFiles" || name === "downloadFiles") continue;
-    const method = (backend as unknown as Record<string, unknown>)[name];
-    if (typeof method !== "function") continue;
-    const call = (...args: unknown[]) => (method as (...a: unknown[]) => unknown).apply(backend, args);
-    Object.defineProperty(sandbox, name, {
-      value: CHANGING_METHODS.has(name) ? async (...args: unknown[]) => {
-        const result = await call(...args);
-        changed();
-        return result;
-      } : call,
-      enumerable: false,
-      configurable: true,
-    });
-  }
 }

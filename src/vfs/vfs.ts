@@ -6,7 +6,7 @@
  */
 import type { LRUCache } from "lru-cache";
 import {
-  adaptBackendProtocol,
+  asBackendV2,
   basenameOf,
   boundedLru,
   canLsStat,
@@ -144,7 +144,7 @@ export class Vfs {
   private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(backend: AnyBackendProtocol, options: VfsOptions = {}) {
-    this.backend = "ls" in backend && typeof backend.ls === "function" ? (backend as BackendProtocolV2) : adaptBackendProtocol(backend);
+    this.backend = asBackendV2(backend);
     this.options = {
       attrTimeoutMs: options.attrTimeoutMs ?? DEFAULTS.attrTimeoutMs,
       cacheSizeBytes: options.cacheSizeBytes ?? DEFAULTS.cacheSizeBytes,
