@@ -100,8 +100,12 @@ const EXTERNAL_IP = Object.values(os.networkInterfaces())
 // Shell and Python helpers for the payloads
 // ---------------------------------------------------------------------------------------
 
-/** A word the shell joins back, so that the command line itself never holds `s` literally. */
-const split = (s: string) => `'${s.slice(0, 3)}''${s.slice(3)}'`;
+/**
+ * A word the shell joins back, so that the command line itself never holds `s`, nor any
+ * two of its characters in a row, literally (a host path like `/check/work/main` must not
+ * match the needle `/work/` in /proc/1/cmdline).
+ */
+const split = (s: string) => [...s].map((c) => (c === "'" ? `"'"` : `'${c}'`)).join("");
 /** A Python program, run from a quoted heredoc (no shell expansion inside). */
 const py = (code: string) => `python3 - <<'PY'\n${PY_PRELUDE}\n${code}\nPY`;
 const PY_PRELUDE = `import ctypes, errno, os, platform, signal, socket, stat, sys
