@@ -12,6 +12,10 @@
  * synchronous: a few microseconds each on a local disk, where every trip through libuv's
  * thread pool costs tens. Large data and the flush go through the pool, so they never hold
  * up the event loop.
+ *
+ * A saved file keeps its owner (a root daemon saving another user's file gives the new one
+ * that user's owner and group), and a file with hard links is written in place: replacing
+ * it would cut it off from its other names.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -31,27 +35,31 @@ export interface AtomicWriteOptions {
   /** fdatasync the data before the rename. Default false. */
   durable?: boolean;
   /**
-   * The target's permission bits when the caller has just stat'ed it, `null` when it knows
-   * the target does not exist; undefined: found out here (one stat).
+   * The target as the caller has just stat'ed it, `null` when it knows the target does not
+   * exist; undefined: found out here (one stat).
    */
-  mode?: number | null;
+  existing?: fs.Stats | null;
 }
 
 export async function writeFileAtomic(
   hostPath: string,
   bytes: Uint8Array | string,
-  { durable = false, mode }: AtomicWriteOptions = {},
+  { durable = false, existing }: AtomicWriteOptions = {},
 ): Promise<void> {
-  if (mode === undefined) mode = modeOf(hostPath);
+  if (existing === undefined) existing = statOrNull(hostPath);
+  const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
+  if (existing && existing.isFile() && existing.nlink > 1) return writeInPlace(hostPath, bytes, size, durable);
   const dir = path.dirname(hostPath);
   const temp = path.join(dir, `${TEMP_FILE_PREFIX}${randomBytes(6).toString("hex")}.tmp`);
-  const size = typeof bytes === "string" ? Buffer.byteLength(bytes) : bytes.byteLength;
   const fd = openNewFile(temp, dir);
   try {
     try {
-      if (size <= INLINE_WRITE_MAX_BYTES) fs.writeFileSync(fd, bytes);
-      else await writeToFd(fd, bytes);
-      if (mode !== null) fs.fchmodSync(fd, mode);
+      await writeAll(fd, bytes, size);
+      if (existing) {
+        // The owner first: chown clears the set-id bits that the chmod then restores.
+        if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
+        fs.fchmodSync(fd, existing.mode & 0o7777);
+      }
       if (durable) await datasync(fd);
     } finally {
       fs.closeSync(fd);
@@ -63,9 +71,26 @@ export async function writeFileAtomic(
   }
 }
 
-function modeOf(hostPath: string): number | null {
+async function writeAll(fd: number, bytes: Uint8Array | string, size: number): Promise<void> {
+  if (size <= INLINE_WRITE_MAX_BYTES) fs.writeFileSync(fd, bytes);
+  else await writeToFd(fd, bytes);
+}
+
+/** A hard-linked file: truncated and rewritten where it is (not atomic, as any in-place write). */
+async function writeInPlace(hostPath: string, bytes: Uint8Array | string, size: number, durable: boolean): Promise<void> {
+  const fd = fs.openSync(hostPath, fs.constants.O_WRONLY | fs.constants.O_NOFOLLOW);
   try {
-    return fs.statSync(hostPath).mode & 0o7777;
+    fs.ftruncateSync(fd, 0);
+    await writeAll(fd, bytes, size);
+    if (durable) await datasync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function statOrNull(hostPath: string): fs.Stats | null {
+  try {
+    return fs.statSync(hostPath);
   } catch (error) {
     if (!isMissing(error)) throw error;
     return null;

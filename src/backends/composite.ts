@@ -13,6 +13,11 @@ import {
   hasScratchNames,
   hasMethod,
   hideOptionalMethods,
+  hasPosixNodes,
+  type MaybePromise,
+  type NodeResult,
+  type PosixNodes,
+  type ReadlinkResult,
   withCodeOf,
   type AllCapabilities,
   type HistoryResult,
@@ -494,6 +499,48 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
       return result.stat ? { stat: { ...result.stat, path: p } } : result;
     }
     return await this.statFromListing(backend, innerPath, p);
+  }
+
+  /** The serving backend's `lstat` (PosixNodes); where it has none, `stat`. */
+  async lstat(path: string): Promise<StatResult> {
+    const p = routingForm(path);
+    const { route, backend, innerPath } = this.table.resolve(path);
+    if (!hasPosixNodes(backend) || (this.table.isImplicitDirectory(p) && !(route && route.root === p))) return this.stat(path);
+    const result = await backend.lstat(innerPath);
+    return result.stat ? { stat: { ...result.stat, path: p } } : result;
+  }
+
+  /** The serving backend's symlink target; an entry of a backend without symlinks is not one. */
+  async readlink(path: string): Promise<ReadlinkResult> {
+    const { backend, innerPath } = this.table.resolve(path);
+    if (this.table.isImplicitDirectory(routingForm(path)) || !hasPosixNodes(backend)) {
+      return failure("invalid_argument", `Error: '${path}' is not a symlink`);
+    }
+    return await backend.readlink(innerPath);
+  }
+
+  /** Forwarded to the serving backend (the target as written: it is not a path of ours); one without symlinks says so. */
+  async symlink(target: string, path: string): Promise<NodeResult> {
+    return this.newNode(path, (backend, innerPath) => backend.symlink(target, innerPath));
+  }
+
+  async mknod(path: string, mode: number, rdev: number): Promise<NodeResult> {
+    return this.newNode(path, (backend, innerPath) => backend.mknod(innerPath, mode, rdev));
+  }
+
+  /** Within one backend that keeps links; across routes EXDEV, as across filesystems. */
+  async link(existing: string, path: string): Promise<NodeResult> {
+    const source = this.table.resolve(existing);
+    const target = this.table.resolve(path);
+    if (source.backend !== target.backend) return failure("cross_device", `Error: cannot link '${path}' to '${existing}' across routes`);
+    return this.newNode(path, (backend, innerPath) => backend.link(source.innerPath, innerPath));
+  }
+
+  private async newNode(path: string, make: (backend: PosixNodes, innerPath: string) => MaybePromise<NodeResult>): Promise<NodeResult> {
+    if (this.table.isImplicitDirectory(routingForm(path))) return failure("already_exists", `Error: '${path}' already exists`);
+    const { backend, innerPath } = this.table.resolve(path);
+    if (!hasPosixNodes(backend)) return { unsupported: true };
+    return await make(backend, innerPath);
   }
 
   /**

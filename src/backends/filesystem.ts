@@ -51,8 +51,12 @@ import {
   type FileMetadata,
   type FileSizeLimit,
   type FileStat,
+  type NodeKind,
   type LsStatResult,
   type MetadataStorage,
+  type NodeResult,
+  type PosixNodes,
+  type ReadlinkResult,
   type RangeReadable,
   type RangeReadResult,
   type ReadRawResult,
@@ -71,6 +75,7 @@ import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
 import { UnsyncedWrites } from "./filesystem-sync.js";
 import { ReadHandles } from "./read-handles.js";
 import { ripgrepSearch } from "./ripgrep.js";
+import { makeSpecialFile } from "./special-files.js";
 import { walkTree } from "./tree-walk.js";
 
 export interface FilesystemBackendOptions {
@@ -95,7 +100,9 @@ export interface FilesystemBackendOptions {
 const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
-export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, FileSizeLimit, DirectoryStats {
+export class FilesystemBackend
+  implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, PosixNodes, FileSizeLimit, DirectoryStats
+{
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
   protected readonly paths: PathResolver;
@@ -133,10 +140,20 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     }
   }
 
-  /** `ls` with each entry's `stat` (taken by the listing anyway): a mount's lookups need no more. */
+  /**
+   * Every entry of a directory as lstat(2) sees it (PosixNodes): symlinks as themselves,
+   * wherever they point, fifos, sockets and devices too. A mount's lookups need no more.
+   */
   async lsStat(dirPath: string): Promise<LsStatResult> {
     try {
-      return { files: (await this.statEntries(dirPath)).map(({ shown, stat }) => hostFileStat(shown, stat)) };
+      const base = await this.paths.resolve(dirPath, { followLeaf: true });
+      if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
+      const files: FileStat[] = [];
+      for (const name of fsConstants.readdirSync(base.hostPath)) {
+        const stat = fsConstants.lstatSync(path.join(base.hostPath, name), { throwIfNoEntry: false });
+        if (stat) files.push(hostFileStat(PathResolver.childShownPath(base, name, this.virtualMode), stat));
+      }
+      return { files };
     } catch (error) {
       return fsFailure(error, `Error listing '${dirPath}': ${describeFsError(error)}`);
     }
@@ -217,7 +234,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
         ? Buffer.from(content, "utf8")
         : fileDataToBytes(createWriteFileData(filePath, content));
       if (bytes.byteLength > this.maxFileSizeBytes) return failure("too_large", this.tooLarge(filePath, bytes.byteLength));
-      await this.writeFile(target.hostPath, bytes, modeOf(target));
+      await this.writeFile(target.hostPath, bytes, existingOf(target));
       return { path: filePath, filesUpdate: null };
     } catch (error) {
       return fsFailure(error, `Error writing file '${filePath}': ${describeFsError(error)}`);
@@ -235,7 +252,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
       const [newContent, occurrences] = replaced;
       const bytes = Buffer.from(newContent, "utf8");
       if (bytes.byteLength > this.maxFileSizeBytes) return failure("too_large", this.tooLarge(filePath, bytes.byteLength));
-      await this.writeFile(file.hostPath, bytes, file.stat.mode & 0o7777);
+      await this.writeFile(file.hostPath, bytes, file.stat);
       return { path: filePath, filesUpdate: null, occurrences };
     } catch (error) {
       return fsFailure(error, `Error editing file '${filePath}': ${describeFsError(error)}`);
@@ -341,7 +358,7 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
           continue;
         }
         const target = await this.paths.resolve(filePath, { followLeaf: true });
-        await this.writeFile(target.hostPath, content, modeOf(target));
+        await this.writeFile(target.hostPath, content, existingOf(target));
         responses.push({ path: filePath, error: null });
       } catch (error) {
         responses.push(withErrorCode({ path: filePath, error: toFileOperationError(error) }, fsErrorCode(error)));
@@ -427,13 +444,19 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
     return this.maxFileSizeBytes;
   }
 
-  /** chmod(2) and utimes(2) of an entry (following an in-root symlink). */
+  /**
+   * lchown(2), chmod(2) and lutimes(2) of the entry itself (a symlink at the path is not
+   * followed, and has no mode of its own to change). The owner goes first: chown clears
+   * set-id bits that a mode given with it sets again.
+   */
   async setMetadata(filePath: string, metadata: FileMetadata): Promise<SetMetadataResult> {
     try {
-      const { hostPath } = await this.paths.resolve(filePath, { followLeaf: true });
-      if (metadata.mode !== undefined) fsConstants.chmodSync(hostPath, metadata.mode & 0o7777);
+      const { hostPath } = await this.paths.resolve(filePath, { followLeaf: false });
+      const stat = fsConstants.lstatSync(hostPath);
+      if (metadata.uid !== undefined || metadata.gid !== undefined) fsConstants.lchownSync(hostPath, metadata.uid ?? -1, metadata.gid ?? -1);
+      if (metadata.mode !== undefined && !stat.isSymbolicLink()) fsConstants.chmodSync(hostPath, metadata.mode & 0o7777);
       if (metadata.atimeMs !== undefined && metadata.mtimeMs !== undefined) {
-        fsConstants.utimesSync(hostPath, metadata.atimeMs / 1000, metadata.mtimeMs / 1000);
+        fsConstants.lutimesSync(hostPath, unixSeconds(metadata.atimeMs), unixSeconds(metadata.mtimeMs));
       }
       return {};
     } catch (error) {
@@ -444,14 +467,73 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
 
   /** One entry, following an in-root symlink; a missing entry gives `{}`. */
   async stat(filePath: string): Promise<StatResult> {
+    return this.statEntry(filePath, true);
+  }
+
+  /** The entry itself (PosixNodes): a symlink is not followed, wherever it points; a missing entry gives `{}`. */
+  async lstat(filePath: string): Promise<StatResult> {
+    return this.statEntry(filePath, false);
+  }
+
+  private async statEntry(filePath: string, followLeaf: boolean): Promise<StatResult> {
     try {
-      const target = await this.paths.resolve(filePath, { followLeaf: true });
+      const target = await this.paths.resolve(filePath, { followLeaf });
       // Resolving found nothing there: no second look (every create starts with this stat).
       if (target.missing) return {};
-      return { stat: hostFileStat(target.shownPath, target.stat ?? fsConstants.statSync(target.hostPath)) };
+      const stat = target.stat ?? (followLeaf ? fsConstants.statSync(target.hostPath) : fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false }));
+      return stat ? { stat: hostFileStat(target.shownPath, stat) } : {};
     } catch (error) {
       if (isMissing(error)) return {};
       return fsFailure(error, `Error reading '${filePath}': ${describeFsError(error)}`);
+    }
+  }
+
+  /** A symlink's target, as it was written. */
+  async readlink(filePath: string): Promise<ReadlinkResult> {
+    try {
+      const target = await this.paths.resolve(filePath, { followLeaf: false });
+      return { target: fsConstants.readlinkSync(target.hostPath, "utf8") };
+    } catch (error) {
+      return fsFailure(error, `Error reading link '${filePath}': ${describeFsError(error)}`);
+    }
+  }
+
+  /** symlink(2): `target` is stored as given; it is resolved by whoever follows it, never by this backend's own operations. */
+  async symlink(target: string, linkPath: string): Promise<NodeResult> {
+    return this.makeNode(linkPath, "creating symlink", (hostPath) => fsConstants.symlinkSync(target, hostPath));
+  }
+
+  /** link(2): a second name for an existing file. */
+  async link(existing: string, linkPath: string): Promise<NodeResult> {
+    try {
+      const source = await this.paths.resolve(existing, { followLeaf: false });
+      return await this.makeNode(linkPath, "linking", (hostPath) => fsConstants.linkSync(source.hostPath, hostPath));
+    } catch (error) {
+      return fsFailure(error, `Error linking '${linkPath}': ${describeFsError(error)}`);
+    }
+  }
+
+  /** mknod(2) of a fifo, socket or device, with the exact permission bits of `mode`. */
+  async mknod(nodePath: string, mode: number, rdev: number): Promise<NodeResult> {
+    try {
+      const { hostPath } = await this.paths.resolve(nodePath, { followLeaf: false });
+      await makeSpecialFile(hostPath, mode, rdev);
+      this.unsynced.add(hostPath);
+      return {};
+    } catch (error) {
+      return fsFailure(error, `Error creating '${nodePath}': ${describeFsError(error)}`);
+    }
+  }
+
+  /** Resolves a new entry's path (never through a symlink at the leaf) and makes it there. */
+  private async makeNode(nodePath: string, what: string, make: (hostPath: string) => void): Promise<NodeResult> {
+    try {
+      const { hostPath } = await this.paths.resolve(nodePath, { followLeaf: false });
+      make(hostPath);
+      this.unsynced.add(hostPath);
+      return {};
+    } catch (error) {
+      return fsFailure(error, `Error ${what} '${nodePath}': ${describeFsError(error)}`);
     }
   }
 
@@ -571,8 +653,8 @@ export class FilesystemBackend implements BackendProtocolV2, Renamable, Stattabl
   }
 
   /** An atomic whole-file write, remembered for `sync()` (which also flushes its directory entry). */
-  private async writeFile(hostPath: string, bytes: Uint8Array | string, mode: number | null | undefined): Promise<void> {
-    await writeFileAtomic(hostPath, bytes, { durable: this.durableWrites, mode });
+  private async writeFile(hostPath: string, bytes: Uint8Array | string, existing: fsConstants.Stats | null | undefined): Promise<void> {
+    await writeFileAtomic(hostPath, bytes, { durable: this.durableWrites, existing });
     this.unsynced.add(hostPath);
   }
 
@@ -593,7 +675,37 @@ function hostFileStat(shown: string, stat: fsConstants.Stats): FileStat {
     created_at: created.toISOString(),
     version: `${stat.mtimeMs}-${stat.size}-${stat.ino}`,
     mode: stat.mode & 0o7777,
+    posix: {
+      kind: nodeKind(stat),
+      uid: stat.uid,
+      gid: stat.gid,
+      nlink: stat.nlink,
+      ino: stat.ino,
+      dev: stat.dev,
+      rdev: stat.rdev,
+      atimeMs: stat.atimeMs,
+      mtimeMs: stat.mtimeMs,
+      ctimeMs: stat.ctimeMs,
+    },
   };
+}
+
+/**
+ * Milliseconds as the seconds utimes takes. libuv truncates the double to nanoseconds, and a
+ * double holds today's seconds to about 240 ns: half a microsecond more keeps the stored
+ * time from falling just below the one given (…122.9999 ms for 123).
+ */
+function unixSeconds(ms: number): number {
+  return (ms + 0.0005) / 1000;
+}
+
+function nodeKind(stat: fsConstants.Stats): NodeKind {
+  if (stat.isFile()) return "file";
+  if (stat.isDirectory()) return "dir";
+  if (stat.isSymbolicLink()) return "symlink";
+  if (stat.isFIFO()) return "fifo";
+  if (stat.isSocket()) return "socket";
+  return stat.isCharacterDevice() ? "char-device" : "block-device";
 }
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */
@@ -608,7 +720,7 @@ function renameCreatingParents(from: string, to: string): void {
   fsConstants.renameSync(from, to);
 }
 
-/** The permission bits a write keeps: none for a new file, known when resolving took the stat, else found out by the write. */
-function modeOf(target: ResolvedPath): number | null | undefined {
-  return target.missing ? null : target.stat ? target.stat.mode & 0o7777 : undefined;
+/** What a write replaces (its mode and owner are kept): nothing for a new file, known when resolving took the stat, else found out by the write. */
+function existingOf(target: ResolvedPath): fsConstants.Stats | null | undefined {
+  return target.missing ? null : target.stat;
 }

@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
 import { errnoOf } from "../vfs/index.js";
+import { PathInodes } from "./path-inodes.js";
 import { hasXattrOps, type KernelOps, type Transport, type TransportOptions } from "./transport.js";
 
 type Callback = (code: number, ...results: unknown[]) => void;
@@ -55,6 +56,8 @@ export class FuseNativeTransport implements Transport {
       `entry_timeout=${options.attrTimeoutSec}`,
       `attr_timeout=${options.attrTimeoutSec}`,
       `fsname=${options.fsname}`,
+      // st_ino as the vfs gives it: a disk's inode (hard links share it), else one per path.
+      "use_ino",
       "subtype=backendfs",
     ].join(",");
     const fuse = new Fuse(mountPoint, toFuseNativeOps(ops), {
@@ -93,10 +96,18 @@ export class FuseNativeTransport implements Transport {
 function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
   const fail = (cb: Callback, err: unknown) => cb(-errnoOf(err));
   const done = (promise: Promise<unknown>, cb: Callback) => promise.then(() => cb(0), (err) => fail(cb, err));
-  const toStat = (s: Awaited<ReturnType<KernelOps["getattr"]>>) => ({ ...s, atime: new Date(s.atime), mtime: new Date(s.mtime), ctime: new Date(s.ctime) });
+  const inodes = new PathInodes();
+  const toStat = (path: string, s: Awaited<ReturnType<KernelOps["getattr"]>>) => ({
+    ...s,
+    ino: s.ino ?? inodes.of(path),
+    atime: new Date(s.atime),
+    mtime: new Date(s.mtime),
+    ctime: new Date(s.ctime),
+  });
+  const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`);
   return {
-    getattr: (path: string, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(s)), (err) => fail(cb, err)),
-    fgetattr: (path: string, _fd: number, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(s)), (err) => fail(cb, err)),
+    getattr: (path: string, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(path, s)), (err) => fail(cb, err)),
+    fgetattr: (path: string, _fd: number, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(path, s)), (err) => fail(cb, err)),
     access: (path: string, mode: number, cb: Callback) => done(ops.access(path, mode), cb),
     statfs: (path: string, cb: Callback) => ops.statfs(path).then((s) => cb(0, s), (err) => fail(cb, err)),
     // libfuse 2's high-level API passes the names on as they are: "." and ".." come first,
@@ -107,8 +118,9 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
       ops.readdir(path).then(
         (entries) => {
           const listed = entries.filter((e) => e.name !== "." && e.name !== "..");
-          const dir = { mode: DIRECTORY_MODE, nlink: 2, atime: new Date(0), mtime: new Date(0), ctime: new Date(0) };
-          cb(0, [".", "..", ...listed.map((e) => e.name)], [dir, dir, ...listed.map((e) => toStat(e.stat))]);
+          const dir = (at: string) => ({ mode: DIRECTORY_MODE, nlink: 2, ino: inodes.of(at), atime: new Date(0), mtime: new Date(0), ctime: new Date(0) });
+          const parent = path === "/" ? "/" : path.slice(0, path.lastIndexOf("/")) || "/";
+          cb(0, [".", "..", ...listed.map((e) => e.name)], [dir(path), dir(parent), ...listed.map((e) => toStat(child(path, e.name), e.stat))]);
         },
         (err) => fail(cb, err),
       ),
@@ -127,10 +139,10 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     opendir: (_path: string, _flags: number, cb: Callback) => cb(0, 0),
     truncate: (path: string, size: number, cb: Callback) => done(ops.truncate(path, size), cb),
     ftruncate: (path: string, fh: number, size: number, cb: Callback) => done(ops.ftruncate(path, fh, size), cb),
-    unlink: (path: string, cb: Callback) => done(ops.unlink(path), cb),
+    unlink: (path: string, cb: Callback) => done(ops.unlink(path).then(() => inodes.removed(path)), cb),
     mkdir: (path: string, mode: number, cb: Callback) => done(ops.mkdir(path, mode), cb),
-    rmdir: (path: string, cb: Callback) => done(ops.rmdir(path), cb),
-    rename: (from: string, to: string, cb: Callback) => done(ops.rename(from, to), cb),
+    rmdir: (path: string, cb: Callback) => done(ops.rmdir(path).then(() => inodes.removed(path)), cb),
+    rename: (from: string, to: string, cb: Callback) => done(ops.rename(from, to).then(() => inodes.renamed(from, to)), cb),
     utimens: (path: string, atime: number, mtime: number, cb: Callback) => done(ops.utimens(path, atime, mtime), cb),
     chmod: (path: string, mode: number, cb: Callback) => done(ops.chmod(path, mode), cb),
     chown: (path: string, uid: number, gid: number, cb: Callback) => done(ops.chown(path, uid, gid), cb),

@@ -8,8 +8,6 @@ export interface OpsOptions {
   log?: (line: string) => void;
 }
 
-const notPossible = (what: string) => () => Promise.reject(new FsError("EPERM", `${what} are not supported on a virtual backend`));
-
 export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
   const ops: KernelOps = {
     getattr: (path) => vfs.getattr(path),
@@ -17,7 +15,7 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     readdir: (path) => vfs.readdir(path),
     statfs: async () => vfs.statfs(),
     open: (path, flags) => vfs.open(path, flags),
-    create: (path, mode) => vfs.create(path, mode),
+    create: (path, mode, caller) => vfs.create(path, mode, caller),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
     flush: (_path, fh) => vfs.flush(fh),
@@ -26,16 +24,16 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     truncate: (path, size) => vfs.truncate(path, size),
     ftruncate: (_path, fh, size) => vfs.ftruncate(fh, size),
     unlink: (path) => vfs.unlink(path),
-    mkdir: (path, mode) => vfs.mkdir(path, mode),
+    mkdir: (path, mode, caller) => vfs.mkdir(path, mode, caller),
     rmdir: (path) => vfs.rmdir(path),
     rename: (from, to) => vfs.rename(from, to),
     utimens: (path, atime, mtime) => vfs.utimens(path, atime, mtime),
     chmod: (path, mode) => vfs.chmod(path, mode),
     chown: (path, uid, gid) => vfs.chown(path, uid, gid),
-    symlink: notPossible("symlinks"),
-    link: notPossible("hard links"),
-    mknod: notPossible("special files"),
-    readlink: () => Promise.reject(new FsError("EINVAL", "not a symlink")),
+    symlink: (target, path, caller) => vfs.symlink(target, path, caller),
+    link: (existing, path) => vfs.link(existing, path),
+    mknod: (path, mode, dev, caller) => vfs.mknod(path, mode, dev, caller),
+    readlink: (path) => vfs.readlink(path),
     ...(vfs.hasXattrs
       ? {
           getxattr: (path: string, name: string) => vfs.getxattr(path, name),

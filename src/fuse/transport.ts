@@ -2,7 +2,7 @@
  * The kernel bridge behind one small interface, so that the vfs never depends on a FUSE
  * library. Handlers are promise-based and throw FsError; a transport turns that into errno.
  */
-import type { VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
+import type { Caller, VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
 
 export interface KernelOps {
   getattr(path: string): Promise<VfsStat>;
@@ -10,7 +10,8 @@ export interface KernelOps {
   readdir(path: string): Promise<VfsDirEntry[]>;
   statfs(path: string): Promise<VfsStatfs>;
   open(path: string, flags: number): Promise<number>;
-  create(path: string, mode: number): Promise<number>;
+  /** `caller`: who asked, where the transport knows (a new entry's owner). */
+  create(path: string, mode: number, caller?: Caller): Promise<number>;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;
@@ -19,16 +20,16 @@ export interface KernelOps {
   truncate(path: string, size: number): Promise<void>;
   ftruncate(path: string, fh: number, size: number): Promise<void>;
   unlink(path: string): Promise<void>;
-  mkdir(path: string, mode: number): Promise<void>;
+  mkdir(path: string, mode: number, caller?: Caller): Promise<void>;
   rmdir(path: string): Promise<void>;
   rename(from: string, to: string): Promise<void>;
   utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void>;
   chmod(path: string, mode: number): Promise<void>;
   chown(path: string, uid: number, gid: number): Promise<void>;
-  /** Kinds of file a virtual backend cannot hold: they fail with EPERM. */
-  symlink(target: string, path: string): Promise<void>;
+  /** Kinds of entry only some backends hold (a disk route): elsewhere EPERM. */
+  symlink(target: string, path: string, caller?: Caller): Promise<void>;
   link(existing: string, path: string): Promise<void>;
-  mknod(path: string, mode: number, dev: number): Promise<void>;
+  mknod(path: string, mode: number, dev: number, caller?: Caller): Promise<void>;
   readlink(path: string): Promise<string>;
   /**
    * Read-only extended attributes (e.g. a Hub file's commit); setting one fails. All four

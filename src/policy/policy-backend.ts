@@ -40,6 +40,8 @@ import {
   type RenameResult,
   type SandboxBackendProtocolV2,
   type StatResult,
+  type NodeResult,
+  type ReadlinkResult,
   type UploadFromBase,
   type UploadFromBaseResponse,
   type WriteResult,
@@ -49,6 +51,7 @@ import {
 export type OperationName =
   | "ls" | "read" | "readRaw" | "glob" | "grep" | "downloadFiles" | "stat" | "history"
   | "write" | "edit" | "delete" | "uploadFiles" | "rename" | "mkdir" | "setMetadata"
+  | "lstat" | "readlink" | "symlink" | "link" | "mknod"
   | "execute";
 
 export type Access = "read" | "write" | "execute";
@@ -56,6 +59,7 @@ export type Access = "read" | "write" | "execute";
 const ACCESS: Record<OperationName, Access> = {
   ls: "read", read: "read", readRaw: "read", glob: "read", grep: "read", downloadFiles: "read", stat: "read", history: "read",
   write: "write", edit: "write", delete: "write", uploadFiles: "write", rename: "write", mkdir: "write", setMetadata: "write",
+  lstat: "read", readlink: "read", symlink: "write", link: "write", mknod: "write",
   execute: "execute",
 };
 
@@ -307,6 +311,28 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
 
   stat(path: string): Promise<StatResult> {
     return this.guarded(this.operation("stat", [path]), (error) => ({ error }), () => this.forward("stat", path) as Promise<StatResult>);
+  }
+
+  lstat(path: string): Promise<StatResult> {
+    return this.guarded(this.operation("lstat", [path]), (error) => ({ error }), () => this.forward("lstat", path) as Promise<StatResult>);
+  }
+
+  readlink(path: string): Promise<ReadlinkResult> {
+    return this.guarded(this.operation("readlink", [path]), (error) => ({ error }), () => this.forward("readlink", path) as Promise<ReadlinkResult>);
+  }
+
+  /** A new entry at `path` (the target is stored as written, not a path this policy governs). */
+  symlink(target: string, path: string): Promise<NodeResult> {
+    return this.guarded(this.operation("symlink", [path]), (error) => ({ error }), () => this.forward("symlink", target, path) as Promise<NodeResult>);
+  }
+
+  /** A new name for `existing`: checked as a write of both, like rename. */
+  link(existing: string, path: string): Promise<NodeResult> {
+    return this.guarded(this.operation("link", [existing, path]), (error) => ({ error }), () => this.forward("link", existing, path) as Promise<NodeResult>);
+  }
+
+  mknod(path: string, mode: number, rdev: number): Promise<NodeResult> {
+    return this.guarded(this.operation("mknod", [path]), (error) => ({ error }), () => this.forward("mknod", path, mode, rdev) as Promise<NodeResult>);
   }
 
   mkdir(path: string): Promise<{ error?: string }> {

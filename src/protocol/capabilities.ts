@@ -39,6 +39,28 @@ export interface FileStat extends FileInfo {
   version?: string;
   /** Permission bits, where the backend stores them (a disk). */
   mode?: number;
+  /** The entry as lstat(2) reports it, where the backend keeps POSIX nodes (a disk: PosixNodes). */
+  posix?: PosixAttributes;
+}
+
+/** What an entry is, beyond the protocol's files and directories (a disk holds them all). */
+export type NodeKind = "file" | "dir" | "symlink" | "fifo" | "socket" | "char-device" | "block-device";
+
+/** An entry's POSIX metadata, as the disk keeps it (a symlink's own, never its target's). */
+export interface PosixAttributes {
+  kind: NodeKind;
+  uid: number;
+  gid: number;
+  nlink: number;
+  /** The inode and the device it is on: together they name the entry (hard links share them). */
+  ino: number;
+  dev: number;
+  /** Device number of a character or block device (0 otherwise). */
+  rdev: number;
+  /** Milliseconds since the epoch, with the disk's fraction. */
+  atimeMs: number;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
 export interface StatResult {
@@ -145,6 +167,9 @@ export interface FileMetadata {
   /** Times in milliseconds since the epoch; both are given together. */
   atimeMs?: number;
   mtimeMs?: number;
+  /** Owner and group (a backend with PosixNodes); the owner is changed before the mode. */
+  uid?: number;
+  gid?: number;
 }
 
 export interface SetMetadataResult {
@@ -156,10 +181,42 @@ export interface SetMetadataResult {
 /**
  * Permission bits and times stored with the entry (a disk: chmod(2), utimes(2)). A mount
  * stores `chmod`, `touch -d`, `cp -p` and the creator's mode this way; without it they last
- * for the mount's lifetime only.
+ * for the mount's lifetime only. It acts on the entry itself: a symlink at the path is not
+ * followed (a mount resolves symlinks in the kernel, so a symlink it names is meant).
  */
 export interface MetadataStorage {
   setMetadata(path: string, metadata: FileMetadata): MaybePromise<SetMetadataResult>;
+}
+
+export interface ReadlinkResult {
+  error?: string;
+  /** The symlink's target, as it was written. */
+  target?: string;
+  unsupported?: true;
+}
+
+export interface NodeResult {
+  error?: string;
+  /** This path cannot hold such a node (a composite route without the capability). */
+  unsupported?: true;
+}
+
+/**
+ * Entries as a disk keeps them, for a mount that shows the disk as it is: `lstat` (the entry
+ * itself, with PosixAttributes: owners, links, inode, ctime), symlinks (the target stored as
+ * written; the kernel resolves it in the caller's namespace), hard links, fifos, sockets and
+ * devices. With it, `lsStat` lists every entry as lstat sees it, and `setMetadata` takes
+ * owners. The backend's own operations (read, write, ls, grep...) still follow only the
+ * symlinks that stay inside its root.
+ */
+export interface PosixNodes {
+  /** Missing entries give `{}` (no error, no stat). */
+  lstat(path: string): MaybePromise<StatResult>;
+  readlink(path: string): MaybePromise<ReadlinkResult>;
+  symlink(target: string, path: string): MaybePromise<NodeResult>;
+  link(existing: string, path: string): MaybePromise<NodeResult>;
+  /** A fifo, socket or device: `mode` has its type bits (S_IFIFO...) and permission bits. */
+  mknod(path: string, mode: number, rdev: number): MaybePromise<NodeResult>;
 }
 
 /** One file of an upload that names the content it was derived from. */
@@ -237,6 +294,7 @@ export interface AllCapabilities
     DirectoryStats,
     FileSizeLimit,
     MetadataStorage,
+    PosixNodes,
     BaseAwareUploads,
     History,
     ScratchNames {}
@@ -264,6 +322,11 @@ export const OPTIONAL_METHODS = [
   "lsStat",
   "fileSizeLimit",
   "setMetadata",
+  "lstat",
+  "readlink",
+  "symlink",
+  "link",
+  "mknod",
   "uploadFilesFrom",
   "history",
   "isScratchPath",
@@ -299,6 +362,8 @@ export const canMkdir = (b: unknown): b is DirectoryMaker => hasMethod(b, "mkdir
 export const canXattrs = (b: unknown): b is ExtendedAttributes => hasMethod(b, "xattrs");
 export const canReadRange = (b: unknown): b is RangeReadable => hasMethod(b, "readRange");
 export const canSetMetadata = (b: unknown): b is MetadataStorage => hasMethod(b, "setMetadata");
+/** Backends that keep POSIX nodes offer all of PosixNodes; `lstat` stands for the set. */
+export const hasPosixNodes = (b: unknown): b is PosixNodes => hasMethod(b, "lstat");
 export const canLsStat = (b: unknown): b is DirectoryStats => hasMethod(b, "lsStat");
 export const hasFileSizeLimit = (b: unknown): b is FileSizeLimit => hasMethod(b, "fileSizeLimit");
 export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod(b, "renameFrom");

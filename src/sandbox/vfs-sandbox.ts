@@ -76,7 +76,7 @@ export interface VfsSandboxOptions extends SandboxOptions {
 const KERNEL_TTL_SEC = 1;
 
 /** Optional methods that change files: an execute after one waits out the kernel's TTL. */
-const CHANGING_METHODS = new Set<OptionalMethod>(["delete", "rename", "renameFrom", "mkdir", "setMetadata", "uploadFilesFrom"]);
+const CHANGING_METHODS = new Set<OptionalMethod>(["delete", "rename", "renameFrom", "mkdir", "setMetadata", "symlink", "link", "mknod", "uploadFilesFrom"]);
 
 export class VfsSandbox implements SandboxBackendProtocolV2 {
   readonly id = `vfs-${randomBytes(4).toString("hex")}`;

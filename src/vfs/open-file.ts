@@ -4,6 +4,7 @@
  * flush/fsync; a failed upload keeps it dirty for the next try.
  */
 import { constants as bufferConstants } from "node:buffer";
+import type { PosixAttributes } from "../protocol/index.js";
 
 export class OpenFile {
   /** Handles open on this file. */
@@ -29,6 +30,8 @@ export class OpenFile {
   mtimeMs = Date.now();
   /** Permission bits the backend keeps for the file (a disk); undefined: the defaults. */
   mode: number | undefined;
+  /** Owners, links and inode the backend keeps for the file (a disk), as last seen. */
+  posix: PosixAttributes | undefined;
   /** The backend version the content was loaded from. */
   version: string | undefined;
   /**

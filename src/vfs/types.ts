@@ -1,7 +1,16 @@
 /** What the vfs hands to a transport: plain numbers, no kernel library types. */
 
+export const S_IFMT = 0o170000;
 export const S_IFDIR = 0o040000;
 export const S_IFREG = 0o100000;
+export const S_IFLNK = 0o120000;
+export const S_ISGID = 0o2000;
+
+/** Who made a request, where the transport knows (the raw transport; libfuse 2's high-level API does not say). */
+export interface Caller {
+  uid: number;
+  gid: number;
+}
 
 export interface VfsStat {
   mode: number;
@@ -15,6 +24,13 @@ export interface VfsStat {
   ctime: number;
   blksize: number;
   blocks: number;
+  /**
+   * The backend's inode (a disk's, tagged so it never equals a transport's own node number);
+   * undefined: the transport numbers the entry itself.
+   */
+  ino?: number;
+  /** A device's number. */
+  rdev?: number;
 }
 
 export interface VfsStatfs {
@@ -46,7 +62,7 @@ export interface VfsOptions {
   cacheSizeBytes?: number;
   /** Bound on every backend call (ms); past it the operation fails with EIO. */
   backendTimeoutMs?: number;
-  /** Owner shown for every entry (the mount cannot learn the caller's identity). */
+  /** Owner shown for entries whose backend keeps no owners (every entry but a disk route's). */
   uid?: number;
   gid?: number;
   /** Permission rules: a denied read or write fails with EACCES. */

@@ -24,6 +24,7 @@ import {
   canWatch,
   canXattrs,
   checkVirtualPath,
+  hasPosixNodes,
   fileDataToBytes,
   isPathWithin,
   MAX_NAME_BYTES,
@@ -33,6 +34,10 @@ import {
   type FileInfo,
   type FileMetadata,
   type FileStat,
+  type NodeKind,
+  type NodeResult,
+  type PosixAttributes,
+  type PosixNodes,
   type StatResult,
   type UploadFromBaseResponse,
 } from "../protocol/index.js";
@@ -40,7 +45,7 @@ import { backendError, FsError, toFsError } from "./errno.js";
 import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
-import { S_IFDIR, S_IFREG, type AccessOperation, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
+import { S_IFDIR, S_IFMT, S_IFREG, S_ISGID, type AccessOperation, type Caller, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
 
 interface Attr {
   isDir: boolean;
@@ -49,6 +54,28 @@ interface Attr {
   version: string;
   /** Permission bits the backend stores (a disk); undefined: the defaults. */
   mode?: number;
+  /** Kind, owners, links, inode and times the backend keeps (a disk: PosixNodes). */
+  posix?: PosixAttributes;
+}
+
+/** The file-type bits of each kind of entry. */
+const TYPE_BITS: Record<NodeKind, number> = {
+  file: S_IFREG,
+  dir: S_IFDIR,
+  symlink: 0o120000,
+  fifo: 0o010000,
+  socket: 0o140000,
+  "char-device": 0o020000,
+  "block-device": 0o060000,
+};
+
+/**
+ * A backend's inode shown as st_ino: tagged with bit 52 and its device, so it never equals
+ * a transport's own node numbers (small integers) nor another device's inode (`tar` and
+ * `cp -a` take equal numbers for hard links).
+ */
+function shownIno(posix: PosixAttributes): number {
+  return 2 ** 52 + (posix.dev % 2 ** 20) * 2 ** 32 + (posix.ino % 2 ** 32);
 }
 
 /** Permission bits shown where neither the backend nor chmod says otherwise. */
@@ -66,6 +93,9 @@ interface Overlay {
   mode?: number;
   atimeMs?: number;
   mtimeMs?: number;
+  /** The creator's owner and group, until the file reaches a backend that keeps owners. */
+  uid?: number;
+  gid?: number;
 }
 
 interface Handle {
@@ -229,6 +259,7 @@ export class Vfs {
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
     const file = this.acquire(path);
     file.mode ??= attr.mode;
+    file.posix ??= attr.posix;
     // A file changed elsewhere since we loaded it is read afresh (close-to-open).
     if (!file.dirty && !file.local && file.refs === 1 && file.loaded && file.version !== attr.version) file.data = null;
     if (writable && !file.loaded) file.base = this.servedBase(path, attr.version);
@@ -236,7 +267,7 @@ export class Vfs {
     return this.addHandle(file, writable);
   }
 
-  async create(path: string, mode: number): Promise<number> {
+  async create(path: string, mode: number, caller?: Caller): Promise<number> {
     checkName(path);
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
@@ -247,8 +278,8 @@ export class Vfs {
     if (!existed && this.isScratch(path)) file.scratch = true;
     if (!existed) {
       file.base = null;
-      // The creator's mode (umask applied by the kernel), kept in memory like chmod's.
-      this.overlays.set(path, { mode: mode & 0o7777 });
+      // The creator's mode (umask applied by the kernel) and owner, kept until the upload stores them.
+      this.overlays.set(path, { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
     }
     else if (!file.loaded) file.base = this.servedBase(path, this.attrs.get(path)?.version ?? "");
     if (!file.loaded) file.adopt(new Uint8Array(0), undefined);
@@ -375,7 +406,7 @@ export class Vfs {
     this.entriesChanged(parentOf(path));
   }
 
-  async mkdir(path: string, mode: number): Promise<void> {
+  async mkdir(path: string, mode: number, caller?: Caller): Promise<void> {
     checkName(path);
     this.check("write", path);
     const unlisted = this.mountPoints.has(path) && !this.implicitDirs.has(path) && !(await this.listing(parentOf(path), true)).has(basenameOf(path));
@@ -392,8 +423,12 @@ export class Vfs {
       this.implicitDirs.add(path);
     }
     this.attrs.delete(path);
-    this.overlays.set(path, { mode: mode & 0o7777 });
-    if (!this.implicitDirs.has(path) && (mode & 0o7777) !== DEFAULT_DIR_MODE) await this.storeMetadata(path, { mode: mode & 0o7777 });
+    // A directory made in a set-group-ID directory inherits the bit (the disk gave it; a chmod would take it away).
+    const perm = (mode & 0o7777) | (parent.posix && (parent.mode ?? 0) & S_ISGID ? S_ISGID : 0);
+    const owner = this.ownerToStore(parent, caller);
+    if (this.implicitDirs.has(path) || !(await this.storeMetadata(path, { ...(perm !== DEFAULT_DIR_MODE || parent.posix ? { mode: perm } : {}), ...owner }))) {
+      this.overlays.set(path, { mode: perm });
+    }
     this.addToListing(path, true);
     this.entriesChanged(path);
     this.entriesChanged(parentOf(path));
@@ -476,26 +511,134 @@ export class Vfs {
 
   async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
     this.check("write", path);
-    await this.attr(path);
+    const attr = await this.attr(path);
     this.entriesChangedAt.delete(path);
-    if (!this.files.get(path)?.local) await this.storeMetadata(path, { atimeMs, mtimeMs });
+    const stored = !this.files.get(path)?.local && (await this.storeMetadata(path, { atimeMs, mtimeMs }));
     const overlay = this.overlay(path);
     overlay.atimeMs = atimeMs;
     overlay.mtimeMs = mtimeMs;
+    // The backend keeps them: what it reports is the truth from now on.
+    if (stored && attr.posix) overlay.atimeMs = overlay.mtimeMs = undefined;
   }
 
   async chmod(path: string, mode: number): Promise<void> {
     this.check("write", path);
-    await this.attr(path);
-    if (!this.files.get(path)?.local) await this.storeMetadata(path, { mode: mode & 0o7777 });
-    this.overlay(path).mode = mode & 0o7777;
+    const attr = await this.attr(path);
+    const stored = !this.files.get(path)?.local && (await this.storeMetadata(path, { mode: mode & 0o7777 }));
+    this.overlay(path).mode = stored && attr.posix ? undefined : mode & 0o7777;
   }
 
+  /**
+   * A backend that keeps owners (a disk route) stores them; the kernel has already checked
+   * that the caller may (default_permissions). Elsewhere ownership is fixed: a chown that
+   * changes nothing succeeds, any other is EPERM.
+   */
   async chown(path: string, uid: number, gid: number): Promise<void> {
-    await this.attr(path);
+    const attr = await this.attr(path);
+    const given = (id: number) => (id === -1 || id === 0xffffffff ? undefined : id);
+    const owner = { ...(given(uid) !== undefined ? { uid: given(uid) } : {}), ...(given(gid) !== undefined ? { gid: given(gid) } : {}) };
+    if (await this.keepsPosix(path, attr)) {
+      this.check("write", path);
+      const file = this.files.get(path);
+      if (file?.local) Object.assign(this.overlay(path), owner);
+      else if (Object.keys(owner).length > 0) await this.storeMetadata(path, owner);
+      return;
+    }
     const keeps = (wanted: number, own: number) => wanted === -1 || wanted === 0xffffffff || wanted === own;
     if (!keeps(uid, this.options.uid) || !keeps(gid, this.options.gid)) throw new FsError("EPERM", `chown ${path}: ownership is fixed`);
   }
+
+  // ---- symlinks, hard links and special files: where the backend keeps them (PosixNodes) ----
+
+  async readlink(path: string): Promise<string> {
+    this.check("read", path);
+    const attr = await this.attr(path);
+    const backend = this.backend;
+    if (attr.posix?.kind !== "symlink" || !hasPosixNodes(backend)) throw new FsError("EINVAL", `${path}: not a symlink`);
+    const result = await this.call("readlink", () => backend.readlink(path));
+    if (result.error || result.target === undefined) throw backendError(result.error ? result : "invalid_path", "readlink", path);
+    return result.target;
+  }
+
+  async symlink(target: string, path: string, caller?: Caller): Promise<void> {
+    await this.makeNode(path, caller, "symlinks", (backend) => backend.symlink(target, path));
+  }
+
+  async link(existing: string, path: string): Promise<void> {
+    this.check("write", existing);
+    const attr = await this.attr(existing);
+    if (attr.isDir) throw new FsError("EPERM", `${existing}: a directory cannot have a hard link`);
+    // What the mount holds of it goes first: the new name shares the backend's file.
+    const open = this.files.get(existing);
+    if (open && (open.dirty || open.local)) await this.upload(open);
+    await this.makeNode(path, undefined, "hard links", (backend) => backend.link(existing, path));
+    // Its link count and ctime changed.
+    this.forget(existing);
+    this.addToListing(existing, false);
+  }
+
+  /** A regular file is made as an empty file; fifos, sockets and devices where the backend keeps them. */
+  async mknod(path: string, mode: number, rdev: number, caller?: Caller): Promise<void> {
+    if ((mode & S_IFMT) === S_IFREG || (mode & S_IFMT) === 0) {
+      const fh = await this.create(path, mode, caller);
+      try {
+        await this.flush(fh);
+      } finally {
+        await this.release(fh);
+      }
+      return;
+    }
+    await this.makeNode(path, caller, "special files", (backend) => backend.mknod(path, mode, rdev));
+  }
+
+  /** A new entry that only a backend with PosixNodes can hold: EPERM elsewhere, as on a filesystem without them. */
+  private async makeNode(path: string, caller: Caller | undefined, what: string, make: (backend: PosixNodes) => NodeResult | Promise<NodeResult>): Promise<void> {
+    checkName(path);
+    this.check("write", path);
+    const parent = await this.attr(parentOf(path));
+    if (!parent.isDir) throw new FsError("ENOTDIR", path);
+    if (await this.exists(path)) throw new FsError("EEXIST", path);
+    const backend = this.backend;
+    if (!hasPosixNodes(backend)) throw new FsError("EPERM", `${what} are not supported on this route`);
+    const result = await this.call(what, () => make(backend));
+    if (result.unsupported) throw new FsError("EPERM", `${what} are not supported on this route`);
+    if (result.error) throw backendError(result, what, path);
+    this.adoptMountPoints(parentOf(path));
+    this.forget(path);
+    const owner = this.ownerToStore(parent, caller);
+    if (owner.uid !== undefined || owner.gid !== undefined) await this.storeMetadata(path, owner);
+    this.addToListing(path, false);
+    this.entriesChanged(parentOf(path));
+  }
+
+  /** Whether the entry's backend keeps owners and modes (a disk route); a file not yet uploaded asks its directory. */
+  private async keepsPosix(path: string, attr: Attr): Promise<boolean> {
+    if (attr.posix) return true;
+    if (!this.files.get(path)?.local || !hasPosixNodes(this.backend)) return false;
+    return (await this.attr(parentOf(path))).posix !== undefined;
+  }
+
+  /**
+   * The owner and group a new entry gets on a backend that keeps owners: the caller's (the
+   * daemon's where the transport does not say), the directory's group in a set-group-ID
+   * directory. Nothing elsewhere.
+   */
+  private ownerOfNew(parent: Attr, caller: Caller | undefined): { uid?: number; gid?: number } {
+    if (!parent.posix) return {};
+    const inherited = ((parent.mode ?? 0) & S_ISGID) !== 0;
+    return { uid: caller?.uid ?? process.geteuid?.() ?? 0, gid: inherited ? parent.posix.gid : (caller?.gid ?? process.getegid?.() ?? 0) };
+  }
+
+  /** The part of a new entry's owner that differs from what the disk gives a file the daemon makes. */
+  private ownerToStore(parent: Attr, caller: Caller | undefined): { uid?: number; gid?: number } {
+    const owner = this.ownerOfNew(parent, caller);
+    const inherited = ((parent.mode ?? 0) & S_ISGID) !== 0;
+    const store: { uid?: number; gid?: number } = {};
+    if (owner.uid !== undefined && owner.uid !== process.geteuid?.()) store.uid = owner.uid;
+    if (owner.gid !== undefined && !inherited && owner.gid !== process.getegid?.()) store.gid = owner.gid;
+    return store;
+  }
+
 
   // ---- extended attributes: read-only, from the backend (a Hub file's repo and commit) ----
 
@@ -602,15 +745,17 @@ export class Vfs {
   private async storedAttr(path: string): Promise<Attr> {
     const cached = this.attrs.get(path);
     if (cached) return cached;
-    if (path === "/") return this.dirAttr();
+    // A disk's directories have owners, modes and link counts of their own: those are asked for.
+    const posix = hasPosixNodes(this.backend);
+    if (path === "/" && !posix) return this.dirAttr();
     const parent = parentOf(path);
     const name = basenameOf(path);
-    const parentListing = this.listings.get(parent);
+    const parentListing = path === "/" ? undefined : this.listings.get(parent);
     // A fresh listing of the parent answers "does it exist" without a round trip.
     if (parentListing) {
       const isDir = parentListing.get(name);
       if (isDir === undefined && !this.isImplicitDir(path)) throw new FsError("ENOENT", path);
-      if (isDir !== false) return this.remember(path, this.dirAttr());
+      if (isDir !== false && !posix) return this.remember(path, this.dirAttr());
     }
     if (canStat(this.backend)) {
       const result = await this.statInBackend(path);
@@ -635,8 +780,10 @@ export class Vfs {
     return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
   }
 
+  /** The entry itself: lstat where the backend keeps POSIX nodes (the kernel follows symlinks), else stat. */
   private async statInBackend(path: string): Promise<StatResult> {
     const backend = this.backend;
+    if (hasPosixNodes(backend)) return this.call("stat", () => backend.lstat(path));
     if (!canStat(backend)) return {};
     return this.call("stat", () => backend.stat(path));
   }
@@ -654,6 +801,8 @@ export class Vfs {
     if (!stat || result.error || stat.is_dir) return localMs;
     // The permission bits the backend keeps (a disk file rewritten keeps its own).
     if (stat.mode !== undefined) file.mode = stat.mode;
+    file.posix = stat.posix;
+    if (stat.posix) return stat.posix.mtimeMs;
     const ms = parseTime(stat.modified_at);
     if (ms !== undefined) return ms;
     if (stat.version) this.versionSeen.set(path, { version: stat.version, ms: localMs });
@@ -669,13 +818,23 @@ export class Vfs {
     const overlay = this.overlays.get(file.path);
     if (!overlay || !canSetMetadata(this.backend)) return;
     const metadata: FileMetadata = {};
-    if (overlay.mode !== undefined && overlay.mode !== DEFAULT_FILE_MODE) metadata.mode = overlay.mode;
+    if (overlay.uid !== undefined) metadata.uid = overlay.uid;
+    if (overlay.gid !== undefined) metadata.gid = overlay.gid;
+    // A disk keeps the mode whatever it is (the daemon's umask is not the creator's); a mode
+    // given with a new owner is stored again after it (the chown clears set-id bits).
+    if (overlay.mode !== undefined && (overlay.mode !== DEFAULT_FILE_MODE || file.posix || metadata.uid !== undefined || metadata.gid !== undefined)) metadata.mode = overlay.mode;
     if (overlay.mtimeMs !== undefined) {
       metadata.atimeMs = overlay.atimeMs ?? overlay.mtimeMs;
       metadata.mtimeMs = overlay.mtimeMs;
     }
-    if (metadata.mode === undefined && metadata.mtimeMs === undefined) return;
-    if ((await this.storeMetadata(file.path, metadata)) && metadata.mtimeMs !== undefined) file.mtimeMs = metadata.mtimeMs;
+    if (Object.keys(metadata).length === 0) return;
+    if (!(await this.storeMetadata(file.path, metadata))) return;
+    if (metadata.mtimeMs !== undefined) file.mtimeMs = metadata.mtimeMs;
+    if (file.posix) {
+      // The backend keeps them all: from now on it says what they are.
+      this.overlays.delete(file.path);
+      file.mtimeMs = await this.storedMtime(file.path, file);
+    }
   }
 
   /** Stores mode and times where the backend keeps them; false where it cannot (the overlay alone has them). */
@@ -685,8 +844,8 @@ export class Vfs {
     const result = await this.call("setMetadata", () => backend.setMetadata(path, metadata));
     if (result.unsupported) return false;
     if (result.error) throw backendError(result, "setMetadata", path);
-    // Times changed the backend's version of the file (a disk's mtime): ask again.
-    if (metadata.mtimeMs !== undefined) this.attrs.delete(path);
+    // Times changed the backend's version of the file (a disk's mtime), any change its ctime: ask again.
+    this.attrs.delete(path);
     return true;
   }
 
@@ -728,7 +887,7 @@ export class Vfs {
       const cached = this.attrs.get(path);
       if (cached && cached.version !== file.version) return undefined;
     }
-    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode };
+    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode, posix: file.posix };
   }
 
   /**
@@ -753,6 +912,8 @@ export class Vfs {
   }
 
   private remember(path: string, attr: Attr): Attr {
+    // A file with several names changes through any of them: its attributes are asked afresh.
+    if (!attr.isDir && attr.posix && attr.posix.nlink > 1) return attr;
     this.attrs.set(path, attr);
     return attr;
   }
@@ -820,10 +981,11 @@ export class Vfs {
 
   /** A backend stat as the mount's attributes. */
   private attrOf(path: string, stat: FileStat): Attr {
-    if (stat.is_dir) return { ...this.dirAttr(stat.modified_at), mode: stat.mode };
+    const posix = stat.posix;
+    if (stat.is_dir) return { ...this.dirAttr(stat.modified_at), mode: stat.mode, ...(posix ? { posix, mtimeMs: posix.mtimeMs } : {}) };
     const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
-    const mtimeMs = parseTime(stat.modified_at) ?? this.firstSeen(path, version);
-    return { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode };
+    const mtimeMs = posix?.mtimeMs ?? parseTime(stat.modified_at) ?? this.firstSeen(path, version);
+    return { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode, posix };
   }
 
   /** A backend listing plus what only the mount knows: implicit dirs, files not yet uploaded. */
@@ -839,7 +1001,11 @@ export class Vfs {
 
   private entriesChanged(...dirs: string[]): void {
     const now = Date.now();
-    for (const dir of dirs) this.entriesChangedAt.set(dir, now);
+    for (const dir of dirs) {
+      this.entriesChangedAt.set(dir, now);
+      // A disk directory's link count and ctime changed too: ask the disk again.
+      if (this.attrs.get(dir)?.posix) this.attrs.delete(dir);
+    }
   }
 
   private addToListing(path: string, isDir: boolean): void {
@@ -873,21 +1039,28 @@ export class Vfs {
 
   private toStat(path: string, attr: Attr): VfsStat {
     const overlay = this.overlays.get(path);
+    const posix = attr.posix;
     const perm = overlay?.mode ?? attr.mode ?? (attr.isDir ? DEFAULT_DIR_MODE : DEFAULT_FILE_MODE);
     const changedAt = attr.isDir ? this.entriesChangedAt.get(path) : undefined;
     const mtime = Math.max(overlay?.mtimeMs ?? attr.mtimeMs, changedAt ?? -Infinity);
-    return {
-      mode: (attr.isDir ? S_IFDIR : S_IFREG) | perm,
+    const stat: VfsStat = {
+      mode: TYPE_BITS[posix?.kind ?? (attr.isDir ? "dir" : "file")] | perm,
       size: attr.size,
-      nlink: attr.isDir ? 2 : 1,
-      uid: this.options.uid,
-      gid: this.options.gid,
-      atime: overlay?.atimeMs ?? mtime,
+      nlink: posix?.nlink ?? (attr.isDir ? 2 : 1),
+      uid: overlay?.uid ?? posix?.uid ?? this.options.uid,
+      gid: overlay?.gid ?? posix?.gid ?? this.options.gid,
+      atime: overlay?.atimeMs ?? posix?.atimeMs ?? mtime,
       mtime,
-      ctime: mtime,
+      // A disk's ctime moves with every change of data or metadata; elsewhere it is the mtime.
+      ctime: posix ? Math.max(posix.ctimeMs, changedAt ?? -Infinity) : mtime,
       blksize: 4096,
       blocks: Math.ceil(attr.size / 512),
     };
+    if (posix) {
+      stat.ino = shownIno(posix);
+      if (posix.rdev) stat.rdev = posix.rdev;
+    }
+    return stat;
   }
 
   private overlay(path: string): Overlay {
@@ -1111,7 +1284,7 @@ export class Vfs {
         if (file.base) this.served.set(path, { version, base: file.base });
       }
       this.pages.set(path, version, bytes);
-      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version, mode: file.mode });
+      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version, mode: file.mode, posix: file.posix });
       this.addToListing(path, false);
     })().finally(() => {
       file.uploading = null;

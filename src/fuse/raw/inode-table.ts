@@ -12,6 +12,8 @@ interface Node {
   opens: number;
   /** The node's file was unlinked while open and lives on under a hidden name. */
   hidden: boolean;
+  /** Other names of the same file (hard links made through the mount). */
+  aliases?: Set<string>;
 }
 
 export class InodeTable {
@@ -40,6 +42,19 @@ export class InodeTable {
     return id;
   }
 
+  /**
+   * A hard link: `path` becomes another name of the node, with one more kernel lookup, so
+   * the kernel sees one inode (a change through either name, its link count, show on both).
+   */
+  alias(nodeid: number, path: string): number {
+    const node = this.nodes.get(nodeid);
+    if (!node) return this.lookup(path);
+    (node.aliases ??= new Set()).add(path);
+    this.byPath.set(path, nodeid);
+    node.lookups++;
+    return nodeid;
+  }
+
   forget(nodeid: number, count: number): void {
     const node = this.nodes.get(nodeid);
     if (!node || nodeid === FUSE_ROOT_ID) return;
@@ -47,6 +62,7 @@ export class InodeTable {
     if (node.lookups > 0 || node.opens > 0) return;
     this.nodes.delete(nodeid);
     if (this.byPath.get(node.path) === nodeid) this.byPath.delete(node.path);
+    for (const alias of node.aliases ?? []) if (this.byPath.get(alias) === nodeid) this.byPath.delete(alias);
   }
 
   opened(nodeid: number): void {
@@ -69,9 +85,20 @@ export class InodeTable {
     return id !== undefined && (this.nodes.get(id)?.opens ?? 0) > 0;
   }
 
-  /** The path no longer names the node (unlink, rmdir, replaced by a rename). */
+  /** The path no longer names the node (unlink, rmdir, replaced by a rename); a node with other names goes on under one of them. */
   unlinked(path: string): void {
+    const id = this.byPath.get(path);
     this.byPath.delete(path);
+    const node = id === undefined ? undefined : this.nodes.get(id);
+    if (!node?.aliases) return;
+    node.aliases.delete(path);
+    if (node.path === path) {
+      const [next] = node.aliases;
+      if (next !== undefined) {
+        node.aliases.delete(next);
+        node.path = next;
+      }
+    }
   }
 
   /** An open file's node now lives under a hidden name (its path was unlinked). */
@@ -87,7 +114,17 @@ export class InodeTable {
 
   /** A rename: the node at `from` and every node under it move to `to`. */
   renamed(from: string, to: string): void {
-    this.byPath.delete(to);
+    this.unlinked(to);
+    const aliased = this.byPath.get(from);
+    const aliasNode = aliased === undefined ? undefined : this.nodes.get(aliased);
+    if (aliasNode?.aliases?.has(from)) {
+      // Another name of a file moves alone (a file has nothing under it).
+      aliasNode.aliases.delete(from);
+      aliasNode.aliases.add(to);
+      this.byPath.delete(from);
+      this.byPath.set(to, aliased!);
+      return;
+    }
     const prefix = from === "/" ? "/" : from + "/";
     for (const [id, node] of this.nodes) {
       if (node.path !== from && !node.path.startsWith(prefix)) continue;

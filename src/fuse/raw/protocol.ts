@@ -139,8 +139,9 @@ function splitSec(sec: number): [bigint, number] {
 }
 
 /** fuse_attr (88 bytes) at `at`. */
-export function writeAttr(out: Buffer, at: number, ino: number, s: VfsStat): void {
-  out.writeBigUInt64LE(BigInt(ino), at);
+export function writeAttr(out: Buffer, at: number, nodeid: number, s: VfsStat): void {
+  // The backend's inode where it has one (a disk's: hard links share it), else the node id.
+  out.writeBigUInt64LE(BigInt(s.ino ?? nodeid), at);
   out.writeBigUInt64LE(BigInt(s.size), at + 8);
   out.writeBigUInt64LE(BigInt(s.blocks), at + 16);
   const times = [s.atime, s.mtime, s.ctime].map(splitMs);
@@ -152,7 +153,7 @@ export function writeAttr(out: Buffer, at: number, ino: number, s: VfsStat): voi
   out.writeUInt32LE(s.nlink, at + 64);
   out.writeUInt32LE(s.uid >>> 0, at + 68);
   out.writeUInt32LE(s.gid >>> 0, at + 72);
-  out.writeUInt32LE(0, at + 76);
+  out.writeUInt32LE((s.rdev ?? 0) >>> 0, at + 76);
   out.writeUInt32LE(s.blksize, at + 80);
   out.writeUInt32LE(0, at + 84);
 }

@@ -3,7 +3,7 @@
  * the inode table; an unlink or rename over a file still open hides it under a
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
-import { FsError, type VfsStat } from "../../vfs/index.js";
+import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
 import { hasXattrOps, type KernelOps, type TransportOptions } from "../transport.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
@@ -18,6 +18,7 @@ type Reply = Promise<Buffer[]>;
 const O_ACCMODE = 3;
 const O_TRUNC = 0o1000;
 const S_IFDIR = 0o040000;
+const S_IFMT = 0o170000;
 /** libfuse's ino for a listed entry the kernel has not looked up. */
 const UNKNOWN_INO = 0xffffffff;
 const WANTED_FLAGS =
@@ -88,13 +89,13 @@ export class RequestHandler {
       case Op.LOOKUP:
         return this.entry(child(decodeNames(body, 1)[0]!));
       case Op.GETATTR:
-        return this.ops.getattr(path).then((s) => [encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), this.ttl)]);
+        return this.ops.getattr(path).then((s) => [encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), this.ttlOf(s))]);
       case Op.SETATTR:
         return this.setattr(h.nodeid, path, body);
       case Op.OPEN:
         return this.open(h.nodeid, path, body.readUInt32LE(0));
       case Op.CREATE:
-        return this.create(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(4));
+        return this.create(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(4), callerOf(h));
       case Op.READ:
         return this.read(path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16));
       case Op.WRITE:
@@ -123,7 +124,7 @@ export class RequestHandler {
         return this.ops.access(path, body.readUInt32LE(0)).then(none);
       case Op.MKDIR: {
         const target = child(decodeNames(body.subarray(8), 1)[0]!);
-        return this.ops.mkdir(target, body.readUInt32LE(0)).then(() => this.entry(target));
+        return this.ops.mkdir(target, body.readUInt32LE(0), callerOf(h)).then(() => this.entry(target));
       }
       case Op.UNLINK:
         return this.unlink(child(decodeNames(body, 1)[0]!));
@@ -135,14 +136,19 @@ export class RequestHandler {
         return this.rename(path, body.subarray(8), Number(body.readBigUInt64LE(0)), 0);
       case Op.RENAME2:
         return this.rename(path, body.subarray(16), Number(body.readBigUInt64LE(0)), body.readUInt32LE(8));
-      case Op.LINK:
-        return this.ops.link(this.pathOf(Number(body.readBigUInt64LE(0))), child(decodeNames(body.subarray(8), 1)[0]!)).then(none);
+      case Op.LINK: {
+        const existing = Number(body.readBigUInt64LE(0));
+        const target = child(decodeNames(body.subarray(8), 1)[0]!);
+        return this.ops.link(this.pathOf(existing), target).then(() => this.entry(target, existing));
+      }
       case Op.SYMLINK: {
         const [name, target] = decodeNames(body, 2);
-        return this.ops.symlink(target!, child(name!)).then(none);
+        return this.ops.symlink(target!, child(name!), callerOf(h)).then(() => this.entry(child(name!)));
       }
-      case Op.MKNOD:
-        return this.ops.mknod(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(0), body.readUInt32LE(4)).then(none);
+      case Op.MKNOD: {
+        const target = child(decodeNames(body.subarray(16), 1)[0]!);
+        return this.ops.mknod(target, body.readUInt32LE(0), body.readUInt32LE(4), callerOf(h)).then(() => this.entry(target));
+      }
       case Op.READLINK:
         return this.ops.readlink(path).then((target) => [Buffer.from(target, "utf8")]);
       case Op.GETXATTR:
@@ -184,10 +190,19 @@ export class RequestHandler {
   }
 
   /** A name the kernel will cache: its attributes and one more lookup on its node. */
-  private async entry(path: string): Promise<Buffer[]> {
+  private async entry(path: string, linkOf?: number): Promise<Buffer[]> {
     const stat = await this.ops.getattr(path);
-    const nodeid = this.inodes.lookup(path);
-    return [encodeEntryOut(nodeid, this.saw(nodeid, stat), this.ttl)];
+    const nodeid = linkOf === undefined ? this.inodes.lookup(path) : this.inodes.alias(linkOf, path);
+    return [encodeEntryOut(nodeid, this.saw(nodeid, stat), this.ttlOf(stat))];
+  }
+
+  /**
+   * How long the kernel may keep attributes. A file with several names is one inode on the
+   * disk but a node per name here, so a change through one name (a link, an unlink, a
+   * chmod) would not show through the others: their attributes are never cached.
+   */
+  private ttlOf(stat: VfsStat): number {
+    return stat.nlink > 1 && (stat.mode & S_IFMT) !== S_IFDIR ? 0 : this.ttl;
   }
 
   private saw(nodeid: number, stat: VfsStat): VfsStat {
@@ -215,7 +230,7 @@ export class RequestHandler {
       await this.ops.utimens(path, pick(Fattr.ATIME, set.atimeMs, Fattr.ATIME_NOW, current?.atime), pick(Fattr.MTIME, set.mtimeMs, Fattr.MTIME_NOW, current?.mtime));
     }
     const stat = await this.ops.getattr(path);
-    return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttl)];
+    return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttlOf(stat))];
   }
 
   private async open(nodeid: number, path: string, flags: number): Promise<Buffer[]> {
@@ -230,8 +245,8 @@ export class RequestHandler {
     return [encodeOpenOut(fh, (unchanged ? OpenFlag.KEEP_CACHE : 0) | (readOnly ? OpenFlag.NOFLUSH : 0))];
   }
 
-  private async create(path: string, mode: number): Promise<Buffer[]> {
-    const fh = await this.ops.create(path, mode);
+  private async create(path: string, mode: number, caller: Caller): Promise<Buffer[]> {
+    const fh = await this.ops.create(path, mode, caller);
     const [entry] = await this.entry(path);
     this.inodes.opened(this.inodes.nodeAt(path)!);
     return [entry!, encodeOpenOut(fh, 0)];
@@ -271,7 +286,7 @@ export class RequestHandler {
         // node); "." and ".." and names that vanished meanwhile go as node 0 (no entry).
         const nodeid = stat ? this.inodes.lookup(entryPath) : 0;
         if (stat) ino = nodeid;
-        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, this.ttl);
+        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, stat ? this.ttlOf(stat) : this.ttl);
         used += ENTRY_OUT_SIZE;
       }
       used += writeDirent(out, used, ino, i + 1, name, mode);
@@ -357,6 +372,11 @@ export class RequestHandler {
 }
 
 const NO_STAT: VfsStat = { mode: S_IFDIR, size: 0, nlink: 2, uid: 0, gid: 0, atime: 0, mtime: 0, ctime: 0, blksize: 4096, blocks: 0 };
+
+/** Who sent a request: a new entry's owner. */
+function callerOf(h: InHeader): Caller {
+  return { uid: h.uid, gid: h.gid };
+}
 
 function none(): Promise<Buffer[]> {
   return Promise.resolve([]);
