@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Carries the fuse-native 2.2.6 utimens fix (scripts/patches/fuse-native-utimens.patch): patches
-# node_modules/fuse-native/fuse-native.c and rebuilds the addon into build/Release, which
+# Carries two fuse-native 2.2.6 fixes: the utimens fix (scripts/patches/fuse-native-utimens.patch)
+# and the caller's identity (scripts/patches/fuse-native-caller.patch: who creates a file on a disk
+# route owns it). Patches node_modules/fuse-native/fuse-native.c and rebuilds the addon into build/Release, which
 # node-gyp-build loads in preference to the prebuild. The headers and link library come bundled
 # with fuse-shared-library, so the build needs only make, g++ and python3 (no libfuse-dev).
 #
@@ -13,12 +14,14 @@ cd "$(dirname "$0")/.."
 
 pkg=node_modules/fuse-native
 patch_file=scripts/patches/fuse-native-utimens.patch
+caller_patch=scripts/patches/fuse-native-caller.patch
+caller_marker='NAPI_EXPORT_FUNCTION(fuse_native_caller)'
 marker=$pkg/.backendfs-utimens.sha256
 addon=$pkg/build/Release/fuse.node
 buggy='FUSE_UINT64_TO_INTS_ARGV(l->atime, 5)'
 fixed='FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)'
 
-warn() { echo "setup: WARNING: $*; fuse-native stays unpatched (mounts work, but touch -d, cp -p, tar -x and rsync -t set mtime = atime)" >&2; }
+warn() { echo "setup: WARNING: $*; fuse-native stays unpatched (mounts work, but touch -d, cp -p, tar -x and rsync -t set mtime = atime, and files other users create on a disk route belong to the daemon)" >&2; }
 
 # Prints the .node file that require('fuse-native') actually maps into the process.
 loaded_addon() {
@@ -37,13 +40,16 @@ fall_back() {
 }
 
 [ -f "$pkg/fuse-native.c" ] || { echo "setup: fuse-native is not installed; skipping the utimens fix" >&2; exit 0; }
-if [ -f "$marker" ] && sha256sum --status -c "$marker" 2>/dev/null; then exit 0; fi
+if [ -f "$marker" ] && sha256sum --status -c "$marker" 2>/dev/null && grep -qF "$caller_marker" "$pkg/fuse-native.c"; then exit 0; fi
 
 if grep -qF "$buggy" "$pkg/fuse-native.c"; then
   if ! command -v patch >/dev/null; then warn "'patch' is not installed"; exit 0; fi
   if ! patch -p1 --forward --quiet -d "$pkg" <"$patch_file" >/dev/null; then warn "$patch_file does not apply"; exit 0; fi
 fi
-if grep -qF "$buggy" "$pkg/fuse-native.c" || ! grep -qF "$fixed" "$pkg/fuse-native.c"; then
+if ! grep -qF "$caller_marker" "$pkg/fuse-native.c"; then
+  if ! patch -p1 --forward --quiet -d "$pkg" <"$caller_patch" >/dev/null; then warn "$caller_patch does not apply"; exit 0; fi
+fi
+if grep -qF "$buggy" "$pkg/fuse-native.c" || ! grep -qF "$fixed" "$pkg/fuse-native.c" || ! grep -qF "$caller_marker" "$pkg/fuse-native.c"; then
   warn "$pkg/fuse-native.c is not the expected 2.2.6 source after patching"
   exit 0
 fi
@@ -59,7 +65,7 @@ gyp_args=(rebuild)
 node_prefix="$(dirname "$(dirname "$(realpath "$(command -v node)")")")"
 [ -f "$node_prefix/include/node/common.gypi" ] && gyp_args+=("--nodedir=$node_prefix")
 
-echo "setup: rebuilding fuse-native with the utimens fix" >&2
+echo "setup: rebuilding fuse-native with the utimens and caller fixes" >&2
 log=$(mktemp)
 started=$(date +%s)
 if ! (cd "$pkg" && node "$node_gyp" "${gyp_args[@]}") >"$log" 2>&1 || [ ! -f "$addon" ]; then
@@ -80,4 +86,4 @@ if [ "$actual" != "$expected" ]; then
   exit 0
 fi
 sha256sum "$pkg/fuse-native.c" "$addon" >"$marker"
-echo "setup: fuse-native rebuilt with the utimens fix in $(($(date +%s) - started)) s" >&2
+echo "setup: fuse-native rebuilt with the utimens and caller fixes in $(($(date +%s) - started)) s" >&2

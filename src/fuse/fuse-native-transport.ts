@@ -5,7 +5,8 @@
  */
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
-import { errnoOf } from "../vfs/index.js";
+import path from "node:path";
+import { errnoOf, type Caller } from "../vfs/index.js";
 import { PathInodes } from "./path-inodes.js";
 import { hasXattrOps, type KernelOps, type Transport, type TransportOptions } from "./transport.js";
 
@@ -26,6 +27,27 @@ interface FuseConstructor {
 }
 
 export class FuseUnavailableError extends Error {}
+
+/**
+ * Who made the request whose handler is starting: scripts/patch-fuse-native.sh adds this to
+ * the addon (scripts/patches/fuse-native-caller.patch). Valid only during the handler's
+ * synchronous start. Without the rebuilt addon: unknown (new entries are the daemon's).
+ */
+function callerReader(): () => Caller | undefined {
+  try {
+    const require = createRequire(import.meta.url);
+    const dir = path.dirname(require.resolve("fuse-native/package.json"));
+    const binding = createRequire(path.join(dir, "index.js"))("node-gyp-build")(dir) as { fuse_native_caller?: () => [number, number] };
+    const read = binding.fuse_native_caller;
+    if (typeof read !== "function") return () => undefined;
+    return () => {
+      const [uid, gid] = read();
+      return { uid, gid };
+    };
+  } catch {
+    return () => undefined;
+  }
+}
 
 /** Loads the native addon, explaining what to install when libfuse is missing. */
 export function loadFuseNative(): FuseConstructor {
@@ -97,6 +119,7 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
   const fail = (cb: Callback, err: unknown) => cb(-errnoOf(err));
   const done = (promise: Promise<unknown>, cb: Callback) => promise.then(() => cb(0), (err) => fail(cb, err));
   const inodes = new PathInodes();
+  const caller = callerReader();
   const toStat = (path: string, s: Awaited<ReturnType<KernelOps["getattr"]>>) => ({
     ...s,
     ino: s.ino ?? inodes.of(path),
@@ -125,7 +148,7 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
         (err) => fail(cb, err),
       ),
     open: (path: string, flags: number, cb: Callback) => ops.open(path, flags).then((fh) => cb(0, fh), (err) => fail(cb, err)),
-    create: (path: string, mode: number, cb: Callback) => ops.create(path, mode).then((fh) => cb(0, fh), (err) => fail(cb, err)),
+    create: (path: string, mode: number, cb: Callback) => ops.create(path, mode, caller()).then((fh) => cb(0, fh), (err) => fail(cb, err)),
     read: (path: string, fh: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
       ops.read(path, fh, buf, len, pos).then((n) => cb(n), (err) => fail(cb, err)),
     write: (path: string, fh: number, buf: Buffer, len: number, pos: number, cb: Callback) =>
@@ -140,15 +163,15 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     truncate: (path: string, size: number, cb: Callback) => done(ops.truncate(path, size), cb),
     ftruncate: (path: string, fh: number, size: number, cb: Callback) => done(ops.ftruncate(path, fh, size), cb),
     unlink: (path: string, cb: Callback) => done(ops.unlink(path).then(() => inodes.removed(path)), cb),
-    mkdir: (path: string, mode: number, cb: Callback) => done(ops.mkdir(path, mode), cb),
+    mkdir: (path: string, mode: number, cb: Callback) => done(ops.mkdir(path, mode, caller()), cb),
     rmdir: (path: string, cb: Callback) => done(ops.rmdir(path).then(() => inodes.removed(path)), cb),
     rename: (from: string, to: string, cb: Callback) => done(ops.rename(from, to).then(() => inodes.renamed(from, to)), cb),
     utimens: (path: string, atime: number, mtime: number, cb: Callback) => done(ops.utimens(path, atime, mtime), cb),
     chmod: (path: string, mode: number, cb: Callback) => done(ops.chmod(path, mode), cb),
     chown: (path: string, uid: number, gid: number, cb: Callback) => done(ops.chown(path, uid, gid), cb),
-    symlink: (target: string, path: string, cb: Callback) => done(ops.symlink(target, path), cb),
+    symlink: (target: string, path: string, cb: Callback) => done(ops.symlink(target, path, caller()), cb),
     link: (existing: string, path: string, cb: Callback) => done(ops.link(existing, path), cb),
-    mknod: (path: string, mode: number, dev: number, cb: Callback) => done(ops.mknod(path, mode, dev), cb),
+    mknod: (path: string, mode: number, dev: number, cb: Callback) => done(ops.mknod(path, mode, dev, caller()), cb),
     readlink: (path: string, cb: Callback) => ops.readlink(path).then((target) => cb(0, target), (err) => fail(cb, err)),
     // Read-only attributes from the backend (fuse-native sizes the reply from the buffer).
     // Without them the handlers are left out: libfuse answers ENOSYS and the kernel stops asking.

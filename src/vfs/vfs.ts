@@ -467,6 +467,8 @@ export class Vfs {
       if (err instanceof FsError && err.code === "ENOENT") return undefined;
       throw err;
     });
+    // Two names of one file (a hard link): rename(2) does nothing and both names stay.
+    if (toAttr?.posix && fromAttr.posix && !fromAttr.isDir && toAttr.posix.ino === fromAttr.posix.ino && toAttr.posix.dev === fromAttr.posix.dev) return;
     if (toAttr) {
       if (fromAttr.isDir && !toAttr.isDir) throw new FsError("ENOTDIR", to);
       if (!fromAttr.isDir && toAttr.isDir) throw new FsError("EISDIR", to);
@@ -887,7 +889,9 @@ export class Vfs {
       const cached = this.attrs.get(path);
       if (cached && cached.version !== file.version) return undefined;
     }
-    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode, posix: file.posix };
+    // A change the backend has not seen yet moves the ctime with the mtime, as on a disk.
+    const posix = file.posix && (file.dirty || file.local) ? { ...file.posix, ctimeMs: Math.max(file.posix.ctimeMs, file.mtimeMs) } : file.posix;
+    return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode, posix };
   }
 
   /**
