@@ -528,6 +528,9 @@ export class Vfs {
     const attr = await this.attr(path);
     const stored = !this.files.get(path)?.local && (await this.storeMetadata(path, { mode: mode & 0o7777 }));
     this.overlay(path).mode = stored && attr.posix ? undefined : mode & 0o7777;
+    // An open file shows its own mode: the new one (the kernel clears set-id bits on another user's write this way).
+    const open = this.files.get(path);
+    if (open && stored) open.mode = mode & 0o7777;
   }
 
   /**
@@ -543,7 +546,11 @@ export class Vfs {
       this.check("write", path);
       const file = this.files.get(path);
       if (file?.local) Object.assign(this.overlay(path), owner);
-      else if (Object.keys(owner).length > 0) await this.storeMetadata(path, owner);
+      else if (Object.keys(owner).length > 0) {
+        await this.storeMetadata(path, owner);
+        // An open file shows the disk's owner, and the set-id bits the chown cleared.
+        if (file) await this.storedMtime(path, file);
+      }
       return;
     }
     const keeps = (wanted: number, own: number) => wanted === -1 || wanted === 0xffffffff || wanted === own;
@@ -890,7 +897,9 @@ export class Vfs {
       if (cached && cached.version !== file.version) return undefined;
     }
     // A change the backend has not seen yet moves the ctime with the mtime, as on a disk.
-    const posix = file.posix && (file.dirty || file.local) ? { ...file.posix, ctimeMs: Math.max(file.posix.ctimeMs, file.mtimeMs) } : file.posix;
+    let posix = file.posix && (file.dirty || file.local) ? { ...file.posix, ctimeMs: Math.max(file.posix.ctimeMs, file.mtimeMs) } : file.posix;
+    // Unlinked while open: no name is left.
+    if (posix && file.detached) posix = { ...posix, nlink: 0 };
     return { isDir: false, size: file.size, mtimeMs: file.mtimeMs, version: file.version ?? "open", mode: file.mode, posix };
   }
 
