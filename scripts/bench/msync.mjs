@@ -9,13 +9,15 @@
  *   msync    N x (4 bytes changed in a MAP_SHARED mapping of the file, msync(MS_SYNC))
  *   msync10  N x (10 such changes on 10 pages, one msync)
  *
- * Rounds interleave the targets and workloads (the machine's load moves medians by 2x
- * within minutes). Printed: per-op medians (ms), mount/disk, the msync/fsync ratio per
- * target; from the daemon's `-v` log (every kernel op with its duration) the kernel requests
- * each operation produced on the mount and their median durations; and the checkpoints the
- * thread gained per operation (counted in its SQLite database by a connection of its own). The project folder and the disk's file are on an ext4 loop device made here
- * (the VM's root disk has erratic times); `--no-ext4` (or not root): a tmp dir instead.
- * Every mount is stopped at exit, also on error and SIGINT/SIGTERM.
+ * Rounds interleave the targets and workloads, each round starting with the next workload
+ * and the other target (the machine's load moves medians by 2x within minutes). Printed:
+ * per-op medians (ms), mount/disk, the msync/fsync ratio per target; from the daemon's `-v`
+ * log (every kernel op with its duration) the kernel requests each operation produced on the
+ * mount and their median durations; and the checkpoints the thread gained per operation
+ * (counted in its SQLite database by a connection of its own). The project folder and the
+ * disk's file are on an ext4 loop device made here (the VM's root disk has erratic times);
+ * `--no-ext4` (or not root): a tmp dir instead. Every mount is stopped at exit, also on
+ * error and SIGINT/SIGTERM.
  *
  * `--fsx BINARY` also runs a file system exerciser (fsx: random read, write, truncate, mmap
  * read, mmap write + msync(MS_SYNC); not packaged: build one, e.g. xfstests' ltp/fsx.c) with
@@ -25,7 +27,7 @@
  * `--build DIR` mounts another checkout's dist/ (built there: e.g. a `git archive` of an older
  * commit), for before/after runs with the same script.
  *
- * usage: node scripts/bench/msync.mjs [--no-build] [--build DIR] [--n 40] [--rounds 5] [--size-kib 64]
+ * usage: node scripts/bench/msync.mjs [--no-build] [--build DIR] [--n 40] [--rounds 6] [--size-kib 64]
  *        [--thread-files 0 (files seeded into the thread first)] [--transport fuse-native|raw]
  *        [--fsx BINARY] [--fsx-ops 10000] [--no-ext4] [--keep]
  */
@@ -43,7 +45,7 @@ const BUILD = path.resolve(option("--build", REPO));
 const CLI = path.join(BUILD, "dist/cli/main.js");
 const HELPER = path.join(HERE, "msync.py");
 const N = Number(option("--n", "40"));
-const ROUNDS = Number(option("--rounds", "5"));
+const ROUNDS = Number(option("--rounds", "6"));
 const SIZE = Math.round(Number(option("--size-kib", "64")) * 1024);
 const THREAD_FILES = Number(option("--thread-files", "0"));
 const TRANSPORT = option("--transport", "fuse-native");
@@ -194,8 +196,10 @@ async function main() {
 
   const samples = {}; // `${target} ${workload}` -> { ms: [], ops: {op: [ms]}, checkpoints, opsRun, checked }
   for (let round = 0; round < ROUNDS; round++) {
-    for (const workload of WORKLOADS) {
-      for (const target of ["disk", "state"]) {
+    // Each round starts with the next workload and the other target: none is always first.
+    const order = WORKLOADS.map((_, i) => WORKLOADS[(round + i) % WORKLOADS.length]);
+    for (const workload of order) {
+      for (const target of round % 2 ? ["state", "disk"] : ["disk", "state"]) {
         const s = (samples[`${target} ${workload}`] ??= { ms: [], ops: {}, checkpoints: 0, opsRun: 0, checked: true });
         const logFrom = logSize(log);
         const before = target === "state" ? checkpointCount(db) : 0;
