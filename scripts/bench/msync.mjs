@@ -8,6 +8,8 @@
  *   fsync    N x (pwrite 4 bytes at a different page, fsync)
  *   msync    N x (4 bytes changed in a MAP_SHARED mapping of the file, msync(MS_SYNC))
  *   msync10  N x (10 such changes on 10 pages, one msync)
+ *   paired   N x (an fsync op, then an msync op): the ratio pair by pair, which the
+ *            machine's load moves least
  *
  * Rounds interleave the targets and workloads, each round starting with the next workload
  * and the other target (the machine's load moves medians by 2x within minutes). Printed:
@@ -49,7 +51,7 @@ const ROUNDS = Number(option("--rounds", "6"));
 const SIZE = Math.round(Number(option("--size-kib", "64")) * 1024);
 const THREAD_FILES = Number(option("--thread-files", "0"));
 const TRANSPORT = option("--transport", "fuse-native");
-const WORKLOADS = ["fsync", "msync", "msync10"];
+const WORKLOADS = ["fsync", "msync", "msync10", "paired"];
 const FSX = option("--fsx", "");
 const FSX_OPS = Number(option("--fsx-ops", "10000"));
 const FILE = "/msync.bin";
@@ -194,13 +196,14 @@ async function main() {
   for (const file of Object.values(files)) await python(["prepare", file, String(SIZE)]);
   await sleep(200);
 
-  const samples = {}; // `${target} ${workload}` -> { ms: [], ops: {op: [ms]}, checkpoints, opsRun, checked }
+  // `${target} ${workload}` -> { ms: [], fsyncMs: [] (paired), ops: {op: [ms]}, checkpoints, opsRun, checked }
+  const samples = {};
   for (let round = 0; round < ROUNDS; round++) {
     // Each round starts with the next workload and the other target: none is always first.
     const order = WORKLOADS.map((_, i) => WORKLOADS[(round + i) % WORKLOADS.length]);
     for (const workload of order) {
       for (const target of round % 2 ? ["state", "disk"] : ["disk", "state"]) {
-        const s = (samples[`${target} ${workload}`] ??= { ms: [], ops: {}, checkpoints: 0, opsRun: 0, checked: true });
+        const s = (samples[`${target} ${workload}`] ??= { ms: [], fsyncMs: [], ops: {}, checkpoints: 0, opsRun: 0, checked: true });
         const logFrom = logSize(log);
         const before = target === "state" ? checkpointCount(db) : 0;
         const r = await python([workload, files[target], String(N)]);
@@ -210,6 +213,7 @@ async function main() {
           for (const [op, times] of Object.entries(kernelOps(text))) (s.ops[op] ??= []).push(...times);
         }
         s.ms.push(...r.ms);
+        if (r.fsync_ms) s.fsyncMs.push(...r.fsync_ms);
         s.opsRun += r.ms.length;
         s.checked &&= r.checked;
         progress(`round ${round + 1}/${ROUNDS} ${target.padEnd(5)} ${workload.padEnd(7)} median ${fmt(median(r.ms))} ms${r.checked ? "" : "  CONTENT MISMATCH"}`);
@@ -248,8 +252,9 @@ function report(samples, fsx) {
     }
   })();
   console.log(`\nmsync vs fsync, ${new Date().toISOString()}, ${rev}; ${N} ops x ${ROUNDS} rounds per workload, a ${SIZE / 1024} KiB file; ${TRANSPORT}; thread of ${THREAD_FILES} files before; storage on ${loop.mounted ? "an ext4 loop device" : "the root disk"}; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}\n`);
-  const label = { fsync: "write 4 B + fsync", msync: "mmap write 4 B + msync", msync10: "10 mmap writes + msync" };
-  const rows = WORKLOADS.map((w) => {
+  const label = { fsync: "write 4 B + fsync", msync: "mmap write 4 B + msync", msync10: "10 mmap writes + msync", paired: "paired: fsync op + msync op" };
+  const single = WORKLOADS.filter((w) => w !== "paired");
+  const rows = single.map((w) => {
     const d = median(samples[`disk ${w}`].ms);
     const st = samples[`state ${w}`];
     const m = median(st.ms);
@@ -257,13 +262,20 @@ function report(samples, fsx) {
   });
   console.log(table(["workload (per op)", "disk ms", "state ms", "state/disk", "checkpoints per op (state)", "content ok"], rows));
   const ratio = (t, w) => median(samples[`${t} ${w}`].ms) / median(samples[`${t} fsync`].ms);
-  console.log(`\nmsync/fsync (medians): state ${fmt(ratio("state", "msync"))}, disk ${fmt(ratio("disk", "msync"))}; (10 writes + msync)/fsync: state ${fmt(ratio("state", "msync10"))}, disk ${fmt(ratio("disk", "msync10"))}\n`);
+  console.log(`\nmsync/fsync (medians): state ${fmt(ratio("state", "msync"))}, disk ${fmt(ratio("disk", "msync"))}; (10 writes + msync)/fsync: state ${fmt(ratio("state", "msync10"))}, disk ${fmt(ratio("disk", "msync10"))}`);
+  const paired = (t) => {
+    const p = samples[`${t} paired`];
+    const ratios = p.ms.map((m, i) => m / p.fsyncMs[i]);
+    return `${fmt(median(ratios))} (fsync ${fmt(median(p.fsyncMs), t === "disk" ? 3 : 2)} ms, msync ${fmt(median(p.ms), t === "disk" ? 3 : 2)} ms)`;
+  };
+  const sp = samples["state paired"];
+  console.log(`paired, fsync and msync alternating in one process (${sp.opsRun} pairs), median of msync/fsync pair by pair: state ${paired("state")}, disk ${paired("disk")}; state checkpoints per pair ${fmt(sp.checkpoints / sp.opsRun)}; content ok ${sp.checked && samples["disk paired"].checked ? "yes" : "NO"}\n`);
   const opNames = [...new Set(WORKLOADS.flatMap((w) => Object.keys(samples[`state ${w}`].ops)))].sort();
   const opRows = WORKLOADS.map((w) => {
     const st = samples[`state ${w}`];
     return [label[w], ...opNames.map((op) => (st.ops[op] ? `${fmt(st.ops[op].length / st.opsRun)} x ${fmt(median(st.ops[op]))} ms` : "-"))];
   });
-  console.log("kernel requests per op on the state mount (from -v: count per op x median duration in the daemon)\n");
+  console.log("kernel requests per op (paired: per pair) on the state mount (from -v: count per op x median duration in the daemon)\n");
   console.log(table(["workload", ...opNames], opRows));
   if (fsx) {
     const st = fsx.state;

@@ -4,14 +4,16 @@
 usage: msync.py prepare FILE SIZE
          FILE becomes SIZE random bytes (open O_CREAT|O_TRUNC, write, fsync, close): binary,
          as mapped files usually are (and as fsx writes them)
-       msync.py fsync|msync|msync10 FILE N
+       msync.py fsync|msync|msync10|paired FILE N
          fsync:   N times: pwrite of 4 bytes at a different page, then fsync
          msync:   the file mapped whole (MAP_SHARED); N times: 4 bytes changed in the
                   mapping at a different page, then msync(MS_SYNC) of the mapping
          msync10: the same mapping; N times: 10 such changes (10 pages), then one msync
+         paired:  N times: an fsync operation, then an msync operation (another page)
        prints {"ms": [one duration per operation], "checked": bool} (ms; an msync10
-       operation is its 10 changes and the msync); "checked": the file read back through
-       a fresh descriptor holds every byte written.
+       operation is its 10 changes and the msync; paired: "ms" are the msyncs and
+       "fsync_ms" the fsyncs, pair by pair); "checked": the file read back through a fresh
+       descriptor holds every byte written.
 """
 import json
 import mmap
@@ -46,6 +48,7 @@ def run(kind, path, n):
     size = os.fstat(fd).st_size
     expected = bytearray(os.pread(fd, size, 0))
     times = []
+    result = {}
     if kind == "fsync":
         for i in range(n):
             o = offset(i, size)
@@ -54,6 +57,24 @@ def run(kind, path, n):
             os.fsync(fd)
             times.append((time.perf_counter_ns() - t) / 1e6)
             expected[o:o + 4] = stamp(i)
+    elif kind == "paired":
+        m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        fsyncs = []
+        for i in range(n):
+            o = offset(2 * i, size)
+            t = time.perf_counter_ns()
+            os.pwrite(fd, stamp(i), o)
+            os.fsync(fd)
+            fsyncs.append((time.perf_counter_ns() - t) / 1e6)
+            expected[o:o + 4] = stamp(i)
+            o = offset(2 * i + 1, size)
+            t = time.perf_counter_ns()
+            m[o:o + 4] = stamp(i)
+            m.flush()
+            times.append((time.perf_counter_ns() - t) / 1e6)
+            expected[o:o + 4] = stamp(i)
+        m.close()
+        result["fsync_ms"] = fsyncs
     else:
         per_sync = 10 if kind == "msync10" else 1
         m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
@@ -72,7 +93,7 @@ def run(kind, path, n):
     fd = os.open(path, os.O_RDONLY)
     checked = os.pread(fd, size + 1, 0) == bytes(expected)
     os.close(fd)
-    print(json.dumps({"ms": times, "checked": checked}), flush=True)
+    print(json.dumps({"ms": times, "checked": checked, **result}), flush=True)
 
 
 if __name__ == "__main__":
