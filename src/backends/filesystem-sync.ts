@@ -6,6 +6,7 @@
  * instead (`sync -f`, syncfs(2)).
  */
 import fs from "node:fs/promises";
+import { constants as fsConstants } from "node:fs";
 import path from "node:path";
 import { execFile } from "node:child_process";
 import { isMissing } from "./fs-errors.js";
@@ -73,11 +74,18 @@ export class UnsyncedWrites {
   }
 }
 
-/** fsync of a file or directory; one removed since is nothing left to flush. */
+/**
+ * fsync of a file or directory; one removed since is nothing left to flush. Anything else
+ * (a symlink, fifo, socket or device) has no data of its own: its name is flushed with its
+ * directory, and it is never opened (a fifo's open would wait for a writer, a device's
+ * could act on the device).
+ */
 async function fsyncPath(hostPath: string): Promise<void> {
   let handle: fs.FileHandle;
   try {
-    handle = await fs.open(hostPath, "r");
+    const stat = await fs.lstat(hostPath);
+    if (!stat.isFile() && !stat.isDirectory()) return;
+    handle = await fs.open(hostPath, fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
   } catch (error) {
     if (isMissing(error)) return;
     throw error;

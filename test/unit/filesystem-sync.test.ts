@@ -101,3 +101,17 @@ describe("FilesystemBackend sync()", () => {
     expect(await listAll()).toEqual(["d", "d/x.md"]);
   });
 });
+
+describe("FilesystemBackend sync() and special files", () => {
+  it("flushes the names of a fifo, a socket and a symlink without opening them (a fifo's open would wait for a writer)", async () => {
+    const b = new FilesystemBackend({ rootDir: root, virtualMode: true });
+    expect(await b.mknod("/fifo", 0o010644, 0)).toEqual({});
+    expect(await b.mknod("/sock", 0o140644, 0)).toEqual({});
+    expect(await b.symlink("fifo", "/link")).toEqual({});
+    expect(await b.write("/file.txt", "x")).toEqual({ path: "/file.txt", filesUpdate: null });
+    const deadline = new Promise<string>((resolve) => setTimeout(() => resolve("still waiting after 5 s"), 5_000).unref());
+    expect(await Promise.race([Promise.resolve(b.sync()).then((r) => r), deadline])).toEqual({});
+    expect(await Promise.race([Promise.resolve(b.sync("/fifo")).then((r) => r), deadline])).toEqual({});
+    expect((await fs.lstat(path.join(root, "fifo"))).isFIFO()).toBe(true);
+  });
+});
