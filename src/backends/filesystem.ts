@@ -515,21 +515,14 @@ export class FilesystemBackend
 
   /** mknod(2) of a fifo, socket or device, with the exact permission bits of `mode`. */
   async mknod(nodePath: string, mode: number, rdev: number): Promise<NodeResult> {
-    try {
-      const { hostPath } = await this.paths.resolve(nodePath, { followLeaf: false });
-      await makeSpecialFile(hostPath, mode, rdev);
-      this.unsynced.add(hostPath);
-      return {};
-    } catch (error) {
-      return fsFailure(error, `Error creating '${nodePath}': ${describeFsError(error)}`);
-    }
+    return this.makeNode(nodePath, "creating", (hostPath) => makeSpecialFile(hostPath, mode, rdev));
   }
 
   /** Resolves a new entry's path (never through a symlink at the leaf) and makes it there. */
-  private async makeNode(nodePath: string, what: string, make: (hostPath: string) => void): Promise<NodeResult> {
+  private async makeNode(nodePath: string, what: string, make: (hostPath: string) => void | Promise<void>): Promise<NodeResult> {
     try {
       const { hostPath } = await this.paths.resolve(nodePath, { followLeaf: false });
-      make(hostPath);
+      await make(hostPath);
       this.unsynced.add(hostPath);
       return {};
     } catch (error) {

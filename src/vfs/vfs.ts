@@ -45,7 +45,7 @@ import { backendError, FsError, toFsError } from "./errno.js";
 import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
-import { S_IFDIR, S_IFMT, S_IFREG, S_ISGID, type AccessOperation, type Caller, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
+import { S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, type AccessOperation, type Caller, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
 
 interface Attr {
   isDir: boolean;
@@ -62,7 +62,7 @@ interface Attr {
 const TYPE_BITS: Record<NodeKind, number> = {
   file: S_IFREG,
   dir: S_IFDIR,
-  symlink: 0o120000,
+  symlink: S_IFLNK,
   fifo: 0o010000,
   socket: 0o140000,
   "char-device": 0o020000,
@@ -540,8 +540,11 @@ export class Vfs {
    */
   async chown(path: string, uid: number, gid: number): Promise<void> {
     const attr = await this.attr(path);
-    const given = (id: number) => (id === -1 || id === 0xffffffff ? undefined : id);
-    const owner = { ...(given(uid) !== undefined ? { uid: given(uid) } : {}), ...(given(gid) !== undefined ? { gid: given(gid) } : {}) };
+    // -1 (as a u32 from the kernel, too) leaves that id as it is.
+    const kept = (id: number) => id === -1 || id === 0xffffffff;
+    const owner: { uid?: number; gid?: number } = {};
+    if (!kept(uid)) owner.uid = uid;
+    if (!kept(gid)) owner.gid = gid;
     if (await this.keepsPosix(path, attr)) {
       this.check("write", path);
       const file = this.files.get(path);
@@ -553,8 +556,9 @@ export class Vfs {
       }
       return;
     }
-    const keeps = (wanted: number, own: number) => wanted === -1 || wanted === 0xffffffff || wanted === own;
-    if (!keeps(uid, this.options.uid) || !keeps(gid, this.options.gid)) throw new FsError("EPERM", `chown ${path}: ownership is fixed`);
+    if ((owner.uid ?? this.options.uid) !== this.options.uid || (owner.gid ?? this.options.gid) !== this.options.gid) {
+      throw new FsError("EPERM", `chown ${path}: ownership is fixed`);
+    }
   }
 
   // ---- symlinks, hard links and special files: where the backend keeps them (PosixNodes) ----
@@ -638,13 +642,13 @@ export class Vfs {
     return { uid: caller?.uid ?? process.geteuid?.() ?? 0, gid: inherited ? parent.posix.gid : (caller?.gid ?? process.getegid?.() ?? 0) };
   }
 
-  /** The part of a new entry's owner that differs from what the disk gives a file the daemon makes. */
+  /** The part of a new entry's owner that differs from what the disk gives an entry the daemon makes. */
   private ownerToStore(parent: Attr, caller: Caller | undefined): { uid?: number; gid?: number } {
     const owner = this.ownerOfNew(parent, caller);
-    const inherited = ((parent.mode ?? 0) & S_ISGID) !== 0;
+    const daemons = this.ownerOfNew(parent, undefined);
     const store: { uid?: number; gid?: number } = {};
-    if (owner.uid !== undefined && owner.uid !== process.geteuid?.()) store.uid = owner.uid;
-    if (owner.gid !== undefined && !inherited && owner.gid !== process.getegid?.()) store.gid = owner.gid;
+    if (owner.uid !== daemons.uid) store.uid = owner.uid;
+    if (owner.gid !== daemons.gid) store.gid = owner.gid;
     return store;
   }
 
