@@ -713,6 +713,9 @@ export class Vfs {
       if (!path) continue;
       this.forget(path);
       this.listings.delete(path);
+      // Its parent's listing is asked again rather than edited: a changed path is not a
+      // removed one (a file changed below a directory says nothing of the directory's name).
+      if (path !== "/") this.listings.delete(parentOf(path));
     }
   }
 
