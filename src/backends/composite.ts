@@ -67,6 +67,7 @@ import {
   type UploadFromBaseResponse,
   type WriteResult,
   type FileMetadata,
+  type FileStat,
   type LsStatResult,
   type RangeReadResult,
   type SetMetadataResult,
@@ -182,14 +183,27 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     return { files };
   }
 
-  /** The serving backend's `lsStat`; a directory with routes below it is a merged listing: `ls`. */
+  /**
+   * The serving backend's `lsStat`. A directory with routes below it merges, as `ls` does:
+   * each route below shows as the child directory that leads to it, stat'd as `lstat` does.
+   */
   async lsStat(path: string): Promise<LsStatResult> {
-    if (this.table.routesBelow(path).length > 0) return { unsupported: true };
     const { route, backend, innerPath } = this.table.resolve(path);
     if (!canLsStat(backend)) return { unsupported: true };
     const result = await backend.lsStat(innerPath);
     if (!result.files) return result;
-    return { files: result.files.map((stat) => ({ ...stat, path: withRoute(route, stat.path) })) };
+    const below = this.table.routesBelow(path);
+    const entries = new Map<string, FileStat>();
+    for (const stat of result.files) {
+      const full = withRoute(route, stat.path);
+      if (below.length === 0 || this.table.isServedBy(entryPath(full), route)) entries.set(entryPath(full), { ...stat, path: full });
+    }
+    const dir = asDirectoryPrefix(routingForm(path));
+    for (const child of new Set(below.map((r) => dir + r.prefix.slice(dir.length).split("/")[0]))) {
+      const found = await this.lstat(child);
+      entries.set(child, found.stat ?? { path: child, is_dir: true, size: 0 });
+    }
+    return { files: [...entries.values()] };
   }
 
   async read(filePath: string, offset = 0, limit = 500): Promise<ReadResult> {

@@ -25,6 +25,8 @@ type Registry = { [T in BackendSpec["type"]]: Factory<Extract<BackendSpec, { typ
 
 /** One journal file per repo in it (context-hub-journal.ts). */
 const HUB_JOURNAL_DIR = ".backendfs/hub-journal";
+/** Where Hub routes keep modes, owners and symlinks: the Hub stores none, so a database beside the journal. */
+const HUB_NODES_DB = ".backendfs/hub-nodes.db";
 
 const resolvePath = (path: string, baseDir: string) => (isAbsolute(path) ? path : resolve(baseDir, path));
 
@@ -122,7 +124,32 @@ export const backendFactories: Registry = {
   },
 };
 
-export function createBackend(spec: BackendSpec, ctx: FactoryContext): Promise<AnyBackendProtocol> {
+/**
+ * A key-value route's node table: in the route's own database (the thread's checkpointer, the
+ * store), scoped to the route; a disk route keeps its metadata on the disk and has none.
+ */
+function nodeTableOf(spec: BackendSpec, ctx: FactoryContext): { connection: string; scope: string } | undefined {
+  switch (spec.type) {
+    case "state":
+      return { connection: spec.checkpointer, scope: `state:${spec.thread}:${spec.checkpointNs ?? ""}` };
+    case "store":
+      return { connection: spec.store, scope: `store:${JSON.stringify(spec.namespace)}` };
+    case "context-hub":
+      return { connection: `sqlite:${resolvePath(`./${HUB_NODES_DB}`, ctx.baseDir)}`, scope: `hub:${spec.apiUrl ?? ""}:${spec.repo}` };
+    default:
+      return undefined;
+  }
+}
+
+/** The route's backend; a key-value route's with its POSIX metadata layer (posix-metadata.ts). */
+export async function createBackend(spec: BackendSpec, ctx: FactoryContext): Promise<AnyBackendProtocol> {
   const factory = backendFactories[spec.type] as Factory<BackendSpec>;
-  return factory(spec, ctx);
+  const backend = await factory(spec, ctx);
+  const nodes = nodeTableOf(spec, ctx);
+  if (!nodes) return backend;
+  const [{ PosixMetadataBackend }, table] = await Promise.all([
+    import("../backends/posix-metadata.js"),
+    ctx.connections.nodeTable(parseConnection(nodes.connection, ctx.baseDir), nodes.scope),
+  ]);
+  return new PosixMetadataBackend(backend, table);
 }

@@ -13,6 +13,7 @@ import { SqliteCheckpointReader } from "../stores/sqlite-checkpoint-reader.js";
 import { sqliteFilesManifest, type StateStorage } from "../stores/checkpointers.js";
 import { PostgresHistory, SqliteHistory, type CheckpointHistory } from "../stores/history-pruner.js";
 import type { CheckpointReader } from "../stores/thread-checkpoints.js";
+import type { NodeTable } from "../stores/node-table.js";
 
 export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
 
@@ -120,6 +121,21 @@ export class Connections {
     }
     this.stores.set(id, store);
     return store;
+  }
+
+  /** The node table (modes, owners, symlinks: node-table.ts) of one route, in the database `c`. */
+  async nodeTable(c: Connection, scope: string): Promise<NodeTable> {
+    try {
+      if (c.kind === "sqlite") {
+        const { SqliteNodeTable } = await import("../stores/node-table.js");
+        const db = await whileBusy(() => this.sqliteDb(c.file));
+        return await whileBusy(() => new SqliteNodeTable(db, scope));
+      }
+      const { PostgresNodeTable } = await import("../stores/postgres-node-table.js");
+      return await PostgresNodeTable.open(await this.pool(c.url), scope);
+    } catch (error) {
+      throw wrapError(c, error);
+    }
   }
 
   async close(): Promise<void> {

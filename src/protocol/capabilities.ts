@@ -52,7 +52,10 @@ export interface PosixAttributes {
   uid: number;
   gid: number;
   nlink: number;
-  /** The inode and the device it is on: together they name the entry (hard links share them). */
+  /**
+   * The inode and the device it is on: together they name the entry (hard links share them).
+   * Inode 0: the backend numbers no entries (a key-value route); the mount numbers them.
+   */
   ino: number;
   dev: number;
   /** Device number of a character or block device (0 otherwise). */

@@ -468,7 +468,7 @@ export class Vfs {
       throw err;
     });
     // Two names of one file (a hard link): rename(2) does nothing and both names stay.
-    if (toAttr?.posix && fromAttr.posix && !fromAttr.isDir && toAttr.posix.ino === fromAttr.posix.ino && toAttr.posix.dev === fromAttr.posix.dev) return;
+    if (toAttr?.posix && fromAttr.posix && !fromAttr.isDir && fromAttr.posix.ino !== 0 && toAttr.posix.ino === fromAttr.posix.ino && toAttr.posix.dev === fromAttr.posix.dev) return;
     if (toAttr) {
       if (fromAttr.isDir && !toAttr.isDir) throw new FsError("ENOTDIR", to);
       if (!fromAttr.isDir && toAttr.isDir) throw new FsError("EISDIR", to);
@@ -836,9 +836,11 @@ export class Vfs {
     const metadata: FileMetadata = {};
     if (overlay.uid !== undefined) metadata.uid = overlay.uid;
     if (overlay.gid !== undefined) metadata.gid = overlay.gid;
-    // A disk keeps the mode whatever it is (the daemon's umask is not the creator's); a mode
-    // given with a new owner is stored again after it (the chown clears set-id bits).
-    if (overlay.mode !== undefined && (overlay.mode !== DEFAULT_FILE_MODE || file.posix || metadata.uid !== undefined || metadata.gid !== undefined)) metadata.mode = overlay.mode;
+    // The creator's mode where the backend gave the file another (a disk: the daemon's umask is
+    // not the creator's); a mode given with a new owner is stored again after it (the chown
+    // clears set-id bits).
+    const given = file.posix ? file.mode : DEFAULT_FILE_MODE;
+    if (overlay.mode !== undefined && (overlay.mode !== given || metadata.uid !== undefined || metadata.gid !== undefined)) metadata.mode = overlay.mode;
     if (overlay.mtimeMs !== undefined) {
       metadata.atimeMs = overlay.atimeMs ?? overlay.mtimeMs;
       metadata.mtimeMs = overlay.mtimeMs;
@@ -1077,7 +1079,8 @@ export class Vfs {
       blocks: Math.ceil(attr.size / 512),
     };
     if (posix) {
-      stat.ino = shownIno(posix);
+      // Inode 0: the backend has no inodes of its own (a key-value route); the transport numbers the entry.
+      if (posix.ino !== 0) stat.ino = shownIno(posix);
       if (posix.rdev) stat.rdev = posix.rdev;
     }
     return stat;

@@ -94,6 +94,32 @@ f = open('notes/from-mount.md', 'w', encoding='utf-8'); f.write('''${content}'''
     expect((await cliCat(ws, "/from-agent.md")).toString()).toBe("the agent wrote this\n");
   });
 
+  it("what only the mount holds (a mode, a symlink, a fifo, an empty directory) is not in the agent's view, and survives its edit", async () => {
+    await okIn(ws.mnt, "printf '#!/bin/sh\\necho hi\\n' > tool.sh && chmod 755 tool.sh && ln -s tool.sh run && mkfifo pipe && mkdir empty-dir && sync tool.sh");
+    const [ls, glob, readLink, edit] = await runAgent([
+      { name: "ls", args: { path: "/" } },
+      { name: "glob", args: { pattern: "**/*" } },
+      { name: "read_file", args: { file_path: "/run" } },
+      { name: "edit_file", args: { file_path: "/tool.sh", old_string: "hi", new_string: "bye" } },
+    ]);
+    // The agent sees the data: the script, none of the nodes the mount keeps in its node table.
+    for (const seen of [text(ls!), text(glob!)]) {
+      expect(seen).toContain("/tool.sh");
+      expect(seen).not.toMatch(/\/run\b|\/pipe\b|\/empty-dir\b/);
+    }
+    expect(text(readLink!)).toMatch(/not found/i);
+    expect(edit!.status ?? "success").toBe("success");
+    // The agent's edit rewrote the content; the mode, the link and the rest are where they were.
+    const deadline = Date.now() + ATTR_TTL_MS + MARGIN_MS;
+    let out = "";
+    while (Date.now() < deadline) {
+      out = (await shIn(ws.mnt, "./run; stat -c '%A %N' tool.sh run; test -p pipe && test -d empty-dir && echo kept")).stdout.toString();
+      if (out.startsWith("bye")) break;
+      await sleep(100);
+    }
+    expect(out).toBe("bye\n-rwxr-xr-x 'tool.sh'\nlrwxrwxrwx 'run' -> 'tool.sh'\nkept\n");
+  });
+
   it("round trip in one thread: the mount edits the agent's file with sed, the agent reads the edit and greps it", async () => {
     await okIn(ws.mnt, "sed -i 's/wrote/really wrote/' from-agent.md && sync from-agent.md");
     const [read, grep] = await runAgent([

@@ -3,8 +3,9 @@
  * links, fifos, owners and other users' permission checks run on a FilesystemBackend route
  * of a real mount (mounted as root with allow_other), and what they leave is compared with
  * the same program's result on the local disk. The agent's own view of the route (the
- * backend's ls/read) still refuses symlinks that leave its root; a state route still has
- * none of these (EPERM).
+ * backend's ls/read) still refuses symlinks that leave its root. A backend without PosixNodes
+ * (a bare state backend, as a library user may mount one) has none of these (EPERM); configs
+ * give key-value routes a node table instead (test/fuse/kv-posix.test.ts).
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -171,7 +172,7 @@ describe.each(TRANSPORTS)("a disk route behaves like the disk (%s transport)", (
     expect(await ok("readlink view/outside", ws)).toBe("/etc/passwd\n");
   });
 
-  it("a state route has no symlinks, hard links or special files (EPERM), and fixed owners", async () => {
+  it("a bare state backend (no node table) has no symlinks, hard links or special files (EPERM), and fixed owners", async () => {
     await ok("mkdir -p st && echo x > st/f", m.dir);
     for (const script of ["ln -s f st/l", "ln st/f st/h", "mkfifo st/p", "chown 65534 st/f"]) {
       expect((await sh(script, m.dir)).stderr, script).toMatch(/Operation not permitted/);

@@ -29,6 +29,8 @@ import {
 } from "../../src/protocol/index.js";
 import { sqliteCheckpointer } from "../../src/stores/checkpointers.js";
 import { ThreadStateBackend } from "../../src/stores/thread-state.js";
+import { SqliteNodeTable } from "../../src/stores/node-table.js";
+import { PosixMetadataBackend } from "../../src/backends/posix-metadata.js";
 import { hubClient } from "../hub/helpers.js";
 
 type AnyMethod = (...args: unknown[]) => unknown;
@@ -66,7 +68,7 @@ const BACKENDS: Record<string, () => Promise<BackendProtocolV2>> = {
 };
 
 /** Each wrapper, given the backend; `prefix` is where the backend's files appear through it. */
-const WRAPPERS: Record<string, { wrap: (b: BackendProtocolV2) => BackendProtocolV2; prefix: string }> = {
+const WRAPPERS: Record<string, { wrap: (b: BackendProtocolV2) => BackendProtocolV2; prefix: string; only?: string[]; adds?: OptionalMethod[] }> = {
   permissions: {
     wrap: (b) => new PermissionsBackend(b, [{ operations: ["read", "write"], paths: ["/**"], mode: "allow" }], { allowExecution: true }),
     prefix: "",
@@ -77,7 +79,20 @@ const WRAPPERS: Record<string, { wrap: (b: BackendProtocolV2) => BackendProtocol
   "rate-limit": { wrap: (b) => new RateLimitBackend(b, { capacity: 1e9, refillPerSecond: 1e9 }), prefix: "" },
   "composite (default)": { wrap: (b) => new CompositeBackend(b, { "/other/": new StoreBackend({ store: new InMemoryStore() }) }), prefix: "" },
   "composite (route)": { wrap: (b) => new CompositeBackend(new StoreBackend({ store: new InMemoryStore() }), { "/r/": b }), prefix: "/r" },
+  // What a config puts over each key-value route: it adds the POSIX node methods, forwards the rest.
+  "posix metadata": {
+    wrap: (b) => new PosixMetadataBackend(b, new SqliteNodeTable(memoryDb(), "caps")),
+    prefix: "",
+    only: ["store", "thread-state", "context-hub"],
+    adds: ["lstat", "lsStat", "readlink", "symlink", "link", "mknod", "setMetadata", "mkdir"],
+  },
 };
+
+function memoryDb(): Database.Database {
+  const db = new Database(":memory:");
+  cleanups.push(() => db.close());
+  return db;
+}
 
 /** A plausible call of each optional method, with paths under `p` (the wrapper's view). */
 function callOf(name: OptionalMethod, p: string): unknown[] {
@@ -134,8 +149,8 @@ function recording(backend: BackendProtocolV2): { backend: BackendProtocolV2; ca
 const DEFAULT_ONLY: ReadonlySet<string> = new Set(["execute"]);
 
 describe.each(Object.keys(BACKENDS))("%s", (kind) => {
-  it.each(Object.keys(WRAPPERS))("in %s: every optional method it has is offered and reaches it", async (wrapperName) => {
-    const { wrap, prefix } = WRAPPERS[wrapperName];
+  it.each(Object.keys(WRAPPERS).filter((w) => !WRAPPERS[w].only || WRAPPERS[w].only!.includes(kind)))("in %s: every optional method it has is offered and reaches it", async (wrapperName) => {
+    const { wrap, prefix, adds = [] } = WRAPPERS[wrapperName];
     const inner = await BACKENDS[kind]();
     const offered = OPTIONAL_METHODS.filter((name) => hasMethod(inner, name));
     const { backend: spied, called } = recording(inner);
@@ -146,6 +161,7 @@ describe.each(Object.keys(BACKENDS))("%s", (kind) => {
     for (const name of OPTIONAL_METHODS) {
       const has = hasMethod(wrapper, name);
       if (offered.includes(name)) expect(has, `${name} offered`).toBe(true);
+      else if (adds.includes(name)) expect(has, `${name} offered (the wrapper adds it)`).toBe(true);
       else if (!isComposite) expect(has, `${name} not offered (the backend has none)`).toBe(false);
     }
 
