@@ -18,6 +18,7 @@
  * usage: node scripts/bench/mount.mjs [--no-build] [--size-mib 256] [--files 2000] [--keep]
  *        [--only disk,fs,state] [--transports fuse-native,raw]
  *        [--verbose-log FILE (mount with -v, op counts per phase)]
+ *        [--cli PATH (another build's dist/cli/main.js, e.g. a worktree of an older commit; nothing is built)]
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
@@ -39,6 +40,7 @@ const TRANSPORTS = option("--transports", "fuse-native").split(",");
 const targetKey = (route, transport) => (transport === "fuse-native" ? route : `${route}-${transport}`);
 const routeOf = (key) => key.split("-")[0];
 const VERBOSE_LOG = option("--verbose-log", "");
+const CLI = path.resolve(option("--cli", path.join(repo, "dist/cli/main.js")));
 
 const work = mkdtempSync(path.join(tmpdir(), "backendfs-bench-"));
 const dirs = {
@@ -109,7 +111,7 @@ function configFile(t) {
 }
 
 async function startMount() {
-  const argv = [path.join(repo, "dist/cli/main.js"), "mount", dirs.mnt, "-c", configFile(transport), "--transport", transport, "--cache-size", "1GiB", "--timeout", "120s"];
+  const argv = [CLI, "mount", dirs.mnt, "-c", configFile(transport), "--transport", transport, "--cache-size", "1GiB", "--timeout", "120s"];
   if (VERBOSE_LOG) argv.push("-v");
   daemonLog = "";
   const child = spawn(process.execPath, argv, { cwd: work, stdio: ["ignore", "ignore", "pipe"] });
@@ -301,11 +303,11 @@ const TARGETS = [
 ];
 
 async function main() {
-  if (!flag("--no-build")) {
+  if (!flag("--no-build") && !args.includes("--cli")) {
     process.stderr.write("building dist/ (tsc -p tsconfig.build.json)...\n");
     await run("npx", ["tsc", "-p", "tsconfig.build.json"], { okCodes: [0, 1, 2] });
   }
-  if (!existsSync(path.join(repo, "dist/cli/main.js"))) throw new Error("dist/cli/main.js is missing: npm run build");
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: npm run build`);
   const tree = generateTree(dirs.tree, FILES);
   const treeSmall = generateTree(dirs.treeSmall, STATE_FILES);
   notes.push(`tree: ${tree.files} files, ${(tree.bytes / 1e6).toFixed(1)} MB of node_modules sources (state route: ${treeSmall.files} files, ${(treeSmall.bytes / 1e6).toFixed(1)} MB)`);
