@@ -3,7 +3,8 @@ import type pg from "pg";
 import { NODE_TABLE, parentPath, type NodeRecord, type NodeTable } from "./node-table.js";
 import { inPgTransaction, underMigrationLock } from "./pg-transaction.js";
 
-const WITHIN = (param: string) => `(path = ${param} OR substr(path, 1, length(${param}) + 1) = ${param} || '/')`;
+/** `path` and everything below it, as a range of the primary key (node-table.ts, WITHIN_SQL); COLLATE "C": byte order. */
+const WITHIN = (param: string) => `(path = ${param} OR (path COLLATE "C" >= ${param} || '/' AND path COLLATE "C" < ${param} || '0'))`;
 
 export class PostgresNodeTable implements NodeTable {
   private constructor(
@@ -13,7 +14,7 @@ export class PostgresNodeTable implements NodeTable {
 
   static async open(pool: pg.Pool, scope: string): Promise<PostgresNodeTable> {
     await underMigrationLock(pool, () =>
-      pool.query(`CREATE TABLE IF NOT EXISTS ${NODE_TABLE} (scope TEXT NOT NULL, path TEXT NOT NULL, parent TEXT NOT NULL, node JSONB NOT NULL, PRIMARY KEY (scope, path));
+      pool.query(`CREATE TABLE IF NOT EXISTS ${NODE_TABLE} (scope TEXT NOT NULL, path TEXT COLLATE "C" NOT NULL, parent TEXT NOT NULL, node JSONB NOT NULL, PRIMARY KEY (scope, path));
         CREATE INDEX IF NOT EXISTS ${NODE_TABLE}_parent ON ${NODE_TABLE} (scope, parent);`),
     );
     return new PostgresNodeTable(pool, scope);

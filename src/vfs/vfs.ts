@@ -431,7 +431,7 @@ export class Vfs {
     }
     this.addToListing(path, true);
     this.entriesChanged(path);
-    this.entriesChanged(parentOf(path));
+    this.subdirsChanged(parentOf(path));
   }
 
   async rmdir(path: string): Promise<void> {
@@ -450,7 +450,7 @@ export class Vfs {
     this.listings.delete(path);
     this.keepParent(path);
     this.entriesChangedAt.delete(path);
-    this.entriesChanged(parentOf(path));
+    this.subdirsChanged(parentOf(path));
   }
 
   async rename(from: string, to: string): Promise<void> {
@@ -508,7 +508,8 @@ export class Vfs {
       this.addToListing(to, false);
     }
     this.keepParent(from);
-    this.entriesChanged(parentOf(from), parentOf(to));
+    if (fromAttr.isDir) this.subdirsChanged(parentOf(from), parentOf(to));
+    else this.entriesChanged(parentOf(from), parentOf(to));
   }
 
   async utimens(path: string, atimeMs: number, mtimeMs: number): Promise<void> {
@@ -834,8 +835,9 @@ export class Vfs {
     const overlay = this.overlays.get(file.path);
     if (!overlay || !canSetMetadata(this.backend)) return;
     const metadata: FileMetadata = {};
-    if (overlay.uid !== undefined) metadata.uid = overlay.uid;
-    if (overlay.gid !== undefined) metadata.gid = overlay.gid;
+    // The creator's owner where the backend gave the file another (the daemon's, usually).
+    if (overlay.uid !== undefined && overlay.uid !== file.posix?.uid) metadata.uid = overlay.uid;
+    if (overlay.gid !== undefined && overlay.gid !== file.posix?.gid) metadata.gid = overlay.gid;
     // The creator's mode where the backend gave the file another (a disk: the daemon's umask is
     // not the creator's); a mode given with a new owner is stored again after it (the chown
     // clears set-id bits).
@@ -845,7 +847,11 @@ export class Vfs {
       metadata.atimeMs = overlay.atimeMs ?? overlay.mtimeMs;
       metadata.mtimeMs = overlay.mtimeMs;
     }
-    if (Object.keys(metadata).length === 0) return;
+    if (Object.keys(metadata).length === 0) {
+      // The backend gave the file what the creator asked for: it says what they are from now on.
+      if (file.posix) this.overlays.delete(file.path);
+      return;
+    }
     if (!(await this.storeMetadata(file.path, metadata))) return;
     if (metadata.mtimeMs !== undefined) file.mtimeMs = metadata.mtimeMs;
     if (file.posix) {
@@ -920,7 +926,7 @@ export class Vfs {
     for (let d = dir; d !== "/" && this.mountPoints.has(d) && !this.implicitDirs.has(d); d = parentOf(d)) {
       this.implicitDirs.add(d);
       this.addToListing(d, true);
-      this.entriesChanged(parentOf(d));
+      this.subdirsChanged(parentOf(d));
     }
   }
 
@@ -1021,13 +1027,16 @@ export class Vfs {
     return all;
   }
 
+  /** An entry was made, removed or renamed in each of `dirs`: their mtime and ctime move (toStat). */
   private entriesChanged(...dirs: string[]): void {
     const now = Date.now();
-    for (const dir of dirs) {
-      this.entriesChangedAt.set(dir, now);
-      // A disk directory's link count and ctime changed too: ask the disk again.
-      if (this.attrs.get(dir)?.posix) this.attrs.delete(dir);
-    }
+    for (const dir of dirs) this.entriesChangedAt.set(dir, now);
+  }
+
+  /** A subdirectory came or went: a backend that counts them (a disk) has a new nlink, asked for again. */
+  private subdirsChanged(...dirs: string[]): void {
+    this.entriesChanged(...dirs);
+    for (const dir of dirs) if (this.attrs.get(dir)?.posix) this.attrs.delete(dir);
   }
 
   private addToListing(path: string, isDir: boolean): void {
