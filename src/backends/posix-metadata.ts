@@ -98,14 +98,22 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
 
   // ---- what a mount asks: entries as lstat sees them ----
 
-  async lstat(path: string): Promise<StatResult> {
+  lstat(path: string): Promise<StatResult> {
+    return this.guarded(path, () => this.lstatNow(path));
+  }
+
+  private async lstatNow(path: string): Promise<StatResult> {
     const found = await this.entry(path);
     if ("error" in found) return found;
     if (!found.entry) return {};
     return { stat: await this.statOf(path, found.entry, found.parent) };
   }
 
-  async lsStat(dir: string): Promise<LsStatResult> {
+  lsStat(dir: string): Promise<LsStatResult> {
+    return this.guarded(dir, () => this.lsStatNow(dir));
+  }
+
+  private async lsStatNow(dir: string): Promise<LsStatResult> {
     const [listing, records, own] = await Promise.all([this.inner.ls(dir), this.table.children(dir), this.table.get([dir])]);
     if (listing.error) return failureLike(listing);
     const files: FileStat[] = [];
@@ -129,7 +137,11 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return { files };
   }
 
-  async readlink(path: string): Promise<ReadlinkResult> {
+  readlink(path: string): Promise<ReadlinkResult> {
+    return this.guarded(path, () => this.readlinkNow(path));
+  }
+
+  private async readlinkNow(path: string): Promise<ReadlinkResult> {
     const found = await this.entry(path);
     if ("error" in found) return found;
     const record = found.entry?.record;
@@ -142,9 +154,9 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return this.makeNode(path, "symlink", { mode: 0o777, target });
   }
 
-  async mknod(path: string, mode: number, rdev: number): Promise<NodeResult> {
+  mknod(path: string, mode: number, rdev: number): Promise<NodeResult> {
     const kind = KIND_OF_TYPE[mode & S_IFMT];
-    if (!kind) return failure("invalid_argument", `Error: cannot make a node of type 0${(mode & S_IFMT).toString(8)} at '${path}'`);
+    if (!kind) return Promise.resolve(failure("invalid_argument", `Error: cannot make a node of type 0${(mode & S_IFMT).toString(8)} at '${path}'`));
     return this.makeNode(path, kind, { mode: mode & 0o7777, rdev: kind.endsWith("device") ? rdev : 0 });
   }
 
@@ -153,11 +165,15 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return { unsupported: true };
   }
 
-  async mkdir(path: string): Promise<{ error?: string }> {
+  mkdir(path: string): Promise<{ error?: string }> {
     return this.makeNode(path, "dir", { mode: 0o755 });
   }
 
-  async setMetadata(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {
+  setMetadata(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {
+    return this.guarded(path, () => this.setMetadataNow(path, metadata));
+  }
+
+  private async setMetadataNow(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {
     const found = await this.entry(path);
     if ("error" in found) return found;
     const entry = found.entry;
@@ -177,7 +193,11 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
 
   // ---- what changes names: the records follow the data ----
 
-  async delete(path: string): Promise<DeleteResult> {
+  delete(path: string): Promise<DeleteResult> {
+    return this.guarded(path, () => this.deleteNow(path));
+  }
+
+  private async deleteNow(path: string): Promise<DeleteResult> {
     const found = await this.entry(path);
     if ("error" in found) return found;
     if (found.entry && !found.entry.stat) {
@@ -205,7 +225,11 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
    * A rename: the data moves in the backend (when there is data), then the records with it;
    * what was at the target goes. The moved entry's ctime is now, as rename(2) sets it.
    */
-  private async moved(from: string, to: string, renameData: () => Promise<RenameResult> | RenameResult): Promise<RenameResult> {
+  private moved(from: string, to: string, renameData: () => Promise<RenameResult> | RenameResult): Promise<RenameResult> {
+    return this.guarded(from, () => this.movedNow(from, to, renameData));
+  }
+
+  private async movedNow(from: string, to: string, renameData: () => Promise<RenameResult> | RenameResult): Promise<RenameResult> {
     const [source, target] = await Promise.all([this.entry(from), this.entry(to)]);
     if ("error" in source) return source;
     if ("error" in target) return target;
@@ -291,6 +315,19 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
 
   // ---- internals ----
 
+  /**
+   * A call that reads or writes the node table: a database that cannot be reached (a
+   * PostgreSQL server down, a locked SQLite file past its busy timeout) is an error value
+   * with its code, as the protocol wants, not a throw.
+   */
+  private async guarded<R>(path: string, run: () => Promise<R>): Promise<R | { error: string }> {
+    try {
+      return await run();
+    } catch (error) {
+      return failure("unavailable", `Error: the node table of '${path}' cannot be reached: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
   /** The entry at `path` (undefined: nothing there) and its directory's record (for inherited groups). */
   private async entry(path: string): Promise<{ error: string } | { entry?: Entry; parent?: NodeRecord }> {
     const parentPath = parentOf(path);
@@ -308,7 +345,11 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return { parent };
   }
 
-  private async makeNode(path: string, kind: NodeKind, fields: Partial<NodeRecord>): Promise<NodeResult> {
+  private makeNode(path: string, kind: NodeKind, fields: Partial<NodeRecord>): Promise<NodeResult> {
+    return this.guarded(path, () => this.makeNodeNow(path, kind, fields));
+  }
+
+  private async makeNodeNow(path: string, kind: NodeKind, fields: Partial<NodeRecord>): Promise<NodeResult> {
     const found = await this.entry(path);
     if ("error" in found) return found;
     if (found.entry) return failure("already_exists", `Error: '${path}' already exists`);

@@ -242,6 +242,22 @@ describePg("PosixMetadataBackend: store on PostgresStore, table in PostgreSQL", 
 });
 
 describe("node tables", () => {
+  it("one that cannot be reached gives error values with a code, not throws", async () => {
+    const file = path.join(await tempDir(), "gone.db");
+    const db = new Database(file);
+    const store = new SqliteStore(path.join(path.dirname(file), "store.db"));
+    cleanups.push(() => store.close());
+    const fs = new PosixMetadataBackend(new StoreBackend({ store, namespace: ["x"] }), new SqliteNodeTable(db, "s"));
+    await fs.uploadFiles([["/f", bytes("x")]]);
+    db.close();
+    for (const result of [await fs.lstat("/f"), await fs.lsStat("/"), await fs.symlink("f", "/l"), await fs.setMetadata("/f", { mode: 0o600 }), await fs.rename("/f", "/g"), await fs.delete("/f")]) {
+      expect(errorCodeOf(result), JSON.stringify(result)).toBe("unavailable");
+      expect(result.error).toMatch(/node table .* cannot be reached/);
+    }
+    // The data is untouched, and the agent's view still works.
+    expect((await fs.ls("/")).files?.map((f) => f.path)).toEqual(["/f"]);
+  });
+
   it("keep scopes apart in one database, and names with % and _ whole", async () => {
     const file = path.join(await tempDir(), "shared.db");
     const a = await sqliteTable(file, "a");
