@@ -17,6 +17,7 @@
  */
 import {
   adaptBackendProtocol,
+  errorCodeOf,
   failure,
   failureLike,
   hasMethod,
@@ -114,8 +115,11 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   }
 
   private async lsStatNow(dir: string): Promise<LsStatResult> {
-    const [listing, records, own] = await Promise.all([this.inner.ls(dir), this.table.children(dir), this.table.get([dir])]);
-    if (listing.error) return failureLike(listing);
+    const [listed, records, own] = await Promise.all([this.inner.ls(dir), this.table.children(dir), this.table.get([dir])]);
+    // A directory only the table holds is empty in the data, which may say it is not there.
+    const onlyInTable = listed.error !== undefined && errorCodeOf(listed) === "file_not_found" && own.get(dir)?.kind === "dir";
+    if (listed.error && !onlyInTable) return failureLike(listed);
+    const listing = onlyInTable ? { files: [] } : listed;
     const files: FileStat[] = [];
     const seen = new Set<string>();
     await Promise.all(
@@ -197,20 +201,21 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return this.guarded(path, () => this.deleteNow(path));
   }
 
+  /** The table is read first, so a table that cannot be reached changes nothing; then the data, then the rows. */
   private async deleteNow(path: string): Promise<DeleteResult> {
-    const found = await this.entry(path);
-    if ("error" in found) return found;
-    if (found.entry && !found.entry.stat) {
-      await this.table.remove(path);
-      await this.keepDirectory(parentOf(path));
-      return { path };
-    }
     if (!this.inner.delete) return failure("unsupported", `Error: cannot delete '${path}'`);
+    const dir = parentOf(path);
+    const records = await this.table.get(path === "/" ? [path] : [path, dir]);
     const result = await this.inner.delete(path);
-    if (result.error) return result;
+    if (result.error) {
+      if (errorCodeOf(result) !== "file_not_found") return result;
+      // A node only the table holds (a symlink, a fifo, an empty directory), or nothing.
+      const record = records.get(path);
+      if (!record || record.kind === "file") return result;
+    }
     await this.table.remove(path);
-    await this.keepDirectory(parentOf(path));
-    return result;
+    await this.keepDirectory(dir, records.get(dir));
+    return result.error ? { path } : result;
   }
 
   rename(from: string, to: string): Promise<RenameResult> {
@@ -246,7 +251,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     // An entry without a record keeps what it had where it was (a set-group-ID target directory hands on nothing to it).
     const record = (await this.table.get([to])).get(to) ?? this.newRecord(source.entry.kind, source.parent, source.entry.stat);
     await this.table.put(to, { ...record, ctimeMs: Date.now() });
-    await this.keepDirectory(parentOf(from));
+    await this.keepDirectory(parentOf(from), source.parent);
     return { path: to };
   }
 
@@ -373,8 +378,9 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
    * A directory whose last entry went: the store no longer has it (its directories exist
    * only through what is in them), so a record keeps it, as a disk keeps an empty directory.
    */
-  private async keepDirectory(dir: string): Promise<void> {
-    if (dir === "/") return;
+  private async keepDirectory(dir: string, known?: NodeRecord): Promise<void> {
+    // Kept already (made by mkdir, or given a mode): nothing to ask the data.
+    if (dir === "/" || known?.kind === "dir") return;
     const found = await this.entry(dir);
     if ("error" in found || found.entry) return;
     const now = Date.now();

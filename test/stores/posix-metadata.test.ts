@@ -115,6 +115,7 @@ function suite(makeKind: () => Promise<Kind>) {
     expect(await lstat(fs, "/docs/tty")).toMatchObject({ posix: { kind: "char-device", rdev: (4 << 8) | 2 } });
     expect(await lstat(fs, "/docs/empty")).toMatchObject({ is_dir: true, mode: 0o755, posix: { kind: "dir", nlink: 2 } });
     expect(await lstat(fs, "/docs")).toMatchObject({ posix: { kind: "dir", nlink: 3 } });
+    expect(await fs.lsStat("/docs/empty")).toEqual({ files: [] });
 
     const listed = await fs.lsStat("/docs");
     expect(Object.fromEntries((listed.files ?? []).map((s) => [s.path, s.posix?.kind]))).toEqual({
