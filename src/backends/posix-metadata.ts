@@ -107,7 +107,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     const found = await this.entry(path);
     if ("error" in found) return found;
     if (!found.entry) return {};
-    return { stat: await this.statOf(path, found.entry, found.parent) };
+    return { stat: this.statOf(path, found.entry, found.parent) };
   }
 
   lsStat(dir: string): Promise<LsStatResult> {
@@ -130,13 +130,13 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
         const stat = info.is_dir ? ({ path: child, is_dir: true, size: 0 } as FileStat) : (await this.inner.stat(child)).stat;
         if (!stat) return;
         const kind: NodeKind = stat.is_dir ? "dir" : "file";
-        files.push(await this.statOf(child, { kind, stat, record: describes(records.get(name), kind, stat) }, own.get(dir)));
+        files.push(this.statOf(child, { kind, stat, record: describes(records.get(name), kind, stat) }, own.get(dir)));
       }),
     );
     for (const [name, record] of records) {
       if (seen.has(name) || record.kind === "file") continue;
       const child = dir === "/" ? `/${name}` : `${dir}/${name}`;
-      files.push(await this.statOf(child, { kind: record.kind, record }, own.get(dir)));
+      files.push(this.statOf(child, { kind: record.kind, record }, own.get(dir)));
     }
     return { files };
   }
@@ -388,7 +388,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   }
 
   /** The entry as lstat(2) reports it. */
-  private async statOf(path: string, entry: Entry, parent: NodeRecord | undefined): Promise<FileStat> {
+  private statOf(path: string, entry: Entry, parent: NodeRecord | undefined): FileStat {
     const { kind, stat, record } = entry;
     const dataMs = stat && !stat.is_dir ? parseTime(stat.modified_at) : undefined;
     const setMs = record?.mtimeMs !== undefined && (kind !== "file" || record.dataVersion === versionOf(stat!)) ? record.mtimeMs : undefined;
@@ -407,7 +407,8 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
         kind,
         uid: owner.uid,
         gid: owner.gid,
-        nlink: kind === "dir" ? 2 + (await this.subdirectories(path)) : 1,
+        // A directory's count of subdirectories is the mount's to make from its listing (0: uncounted).
+        nlink: kind === "dir" ? 0 : 1,
         ino: 0,
         dev: 0,
         rdev: record?.rdev ?? 0,
@@ -418,19 +419,6 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     };
     if (stat?.created_at) out.created_at = stat.created_at;
     return out;
-  }
-
-  /** A directory's link count is 2 and one per subdirectory, as on a disk. */
-  private async subdirectories(dir: string): Promise<number> {
-    const [listing, records] = await Promise.all([this.inner.ls(dir), this.table.children(dir)]);
-    const names = new Set<string>();
-    for (const info of listing.files ?? []) {
-      if (!info.is_dir) continue;
-      const path = info.path.endsWith("/") ? info.path.slice(0, -1) : info.path;
-      names.add(path.slice(path.lastIndexOf("/") + 1));
-    }
-    for (const [name, record] of records) if (record.kind === "dir") names.add(name);
-    return names.size;
   }
 }
 

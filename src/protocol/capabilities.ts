@@ -51,6 +51,7 @@ export interface PosixAttributes {
   kind: NodeKind;
   uid: number;
   gid: number;
+  /** For a directory, 0: not counted (a key-value route); the mount counts the subdirectories it lists. */
   nlink: number;
   /**
    * The inode and the device it is on: together they name the entry (hard links share them).

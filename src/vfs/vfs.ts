@@ -217,7 +217,8 @@ export class Vfs {
   async getattr(path: string): Promise<VfsStat> {
     checkName(path);
     try {
-      return this.toStat(path, await this.attr(path));
+      const attr = await this.attr(path);
+      return this.toStat(path, attr, await this.uncountedLinks(path, attr));
     } catch (err) {
       if (err instanceof FsError && err.code === "ENOENT") this.lookedUpMissing.set(path, true);
       throw err;
@@ -1068,7 +1069,19 @@ export class Vfs {
     if (parent !== "/") this.implicitDirs.add(parent);
   }
 
-  private toStat(path: string, attr: Attr): VfsStat {
+  /**
+   * A directory's link count where the backend leaves it to the mount (a key-value route
+   * says 0: counting its subdirectories costs a listing): 2 and one per subdirectory of the
+   * listing the mount keeps anyway. undefined: the backend's own count stands.
+   */
+  private async uncountedLinks(path: string, attr: Attr): Promise<number | undefined> {
+    if (!attr.isDir || attr.posix?.nlink !== 0) return undefined;
+    let subdirs = 0;
+    for (const isDir of this.merged(path, await this.listing(path, false)).values()) if (isDir) subdirs++;
+    return 2 + subdirs;
+  }
+
+  private toStat(path: string, attr: Attr, nlink?: number): VfsStat {
     const overlay = this.overlays.get(path);
     const posix = attr.posix;
     const perm = overlay?.mode ?? attr.mode ?? (attr.isDir ? DEFAULT_DIR_MODE : DEFAULT_FILE_MODE);
@@ -1077,7 +1090,7 @@ export class Vfs {
     const stat: VfsStat = {
       mode: TYPE_BITS[posix?.kind ?? (attr.isDir ? "dir" : "file")] | perm,
       size: attr.size,
-      nlink: posix?.nlink ?? (attr.isDir ? 2 : 1),
+      nlink: nlink ?? (posix?.nlink || (attr.isDir ? 2 : 1)),
       uid: overlay?.uid ?? posix?.uid ?? this.options.uid,
       gid: overlay?.gid ?? posix?.gid ?? this.options.gid,
       atime: overlay?.atimeMs ?? posix?.atimeMs ?? mtime,
