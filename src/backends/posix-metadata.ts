@@ -375,16 +375,17 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   }
 
   /**
-   * A directory whose last entry went: the store no longer has it (its directories exist
-   * only through what is in them), so a record keeps it, as a disk keeps an empty directory.
+   * An entry went from `dir`. If it was the last, the store no longer has the directory (its
+   * directories exist only through what is in them), so a row keeps it, as a disk keeps an
+   * empty directory. The row is written without asking whether others are left (in thread
+   * state that question costs a pass over the thread): a row for a directory that still has
+   * files only says what it would show anyway, with the time of this change.
    */
   private async keepDirectory(dir: string, known?: NodeRecord): Promise<void> {
-    // Kept already (made by mkdir, or given a mode): nothing to ask the data.
     if (dir === "/" || known?.kind === "dir") return;
-    const found = await this.entry(dir);
-    if ("error" in found || found.entry) return;
+    const parent = (await this.table.get([parentOf(dir)])).get(parentOf(dir));
     const now = Date.now();
-    await this.table.put(dir, { ...this.newRecord("dir", found.parent), mtimeMs: now, atimeMs: now, ctimeMs: now });
+    await this.table.put(dir, { ...this.newRecord("dir", parent), mtimeMs: now, atimeMs: now, ctimeMs: now });
   }
 
   /** The entry as lstat(2) reports it. */
