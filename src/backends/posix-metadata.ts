@@ -22,6 +22,8 @@ import {
   failureLike,
   hasMethod,
   hideOptionalMethods,
+  isoToMs,
+  statVersion,
   parentOf,
   type AllCapabilities,
   type AnyBackendProtocol,
@@ -189,7 +191,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     if (metadata.mtimeMs !== undefined) {
       record.mtimeMs = metadata.mtimeMs;
       record.atimeMs = metadata.atimeMs ?? metadata.mtimeMs;
-      if (entry.stat && !entry.stat.is_dir) record.dataVersion = versionOf(entry.stat);
+      if (entry.stat && !entry.stat.is_dir) record.dataVersion = statVersion(entry.stat);
     }
     await this.table.put(path, record);
     return {};
@@ -248,8 +250,8 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
       if (removed.error) return failureLike(removed);
     }
     await this.table.move(from, to);
-    // An entry without a record keeps what it had where it was (a set-group-ID target directory hands on nothing to it).
-    const record = (await this.table.get([to])).get(to) ?? this.newRecord(source.entry.kind, source.parent, source.entry.stat);
+    // The moved entry's own record; one without keeps what it had where it was (a set-group-ID target directory hands on nothing to it).
+    const record = source.entry.record ?? this.newRecord(source.entry.kind, source.parent, source.entry.stat);
     await this.table.put(to, { ...record, ctimeMs: Date.now() });
     await this.keepDirectory(parentOf(from), source.parent);
     return { path: to };
@@ -391,9 +393,10 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   /** The entry as lstat(2) reports it. */
   private statOf(path: string, entry: Entry, parent: NodeRecord | undefined): FileStat {
     const { kind, stat, record } = entry;
-    const dataMs = stat && !stat.is_dir ? parseTime(stat.modified_at) : undefined;
-    const setMs = record?.mtimeMs !== undefined && (kind !== "file" || record.dataVersion === versionOf(stat!)) ? record.mtimeMs : undefined;
-    const mtimeMs = setMs ?? dataMs ?? record?.mtimeMs ?? parseTime(stat?.modified_at) ?? record?.ctimeMs ?? this.openedAt;
+    const statMs = isoToMs(stat?.modified_at);
+    const dataMs = stat && !stat.is_dir ? statMs : undefined;
+    const setMs = record?.mtimeMs !== undefined && (kind !== "file" || record.dataVersion === statVersion(stat!)) ? record.mtimeMs : undefined;
+    const mtimeMs = setMs ?? dataMs ?? record?.mtimeMs ?? statMs ?? record?.ctimeMs ?? this.openedAt;
     const ctimeMs = Math.max(record?.ctimeMs ?? -Infinity, dataMs ?? -Infinity, record ? -Infinity : mtimeMs);
     const owner = record ?? this.newRecord(kind, parent);
     const size = kind === "file" ? (stat?.size ?? 0) : kind === "symlink" ? Buffer.byteLength(record?.target ?? "") : 0;
@@ -402,7 +405,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
       is_dir: kind === "dir",
       size,
       modified_at: new Date(mtimeMs).toISOString(),
-      version: stat && !stat.is_dir ? versionOf(stat) : `node:${ctimeMs}`,
+      version: stat && !stat.is_dir ? statVersion(stat) : `node:${ctimeMs}`,
       mode: owner.mode,
       posix: {
         kind,
@@ -430,12 +433,3 @@ function describes(record: NodeRecord | undefined, kind: NodeKind, stat: FileSta
   return record;
 }
 
-function versionOf(stat: FileStat): string {
-  return stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
-}
-
-function parseTime(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
-}

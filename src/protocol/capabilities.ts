@@ -67,6 +67,18 @@ export interface PosixAttributes {
   ctimeMs: number;
 }
 
+/** A stat's version token; where the backend gives none, its time and size stand for it. */
+export function statVersion(stat: FileStat): string {
+  return stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
+}
+
+/** Milliseconds since the epoch of an ISO time (`modified_at`); undefined: none, or not a time. */
+export function isoToMs(value: string | undefined): number | undefined {
+  if (!value) return undefined;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
 export interface StatResult {
   error?: string;
   stat?: FileStat;

@@ -25,6 +25,8 @@ import {
   canXattrs,
   checkVirtualPath,
   hasPosixNodes,
+  isoToMs,
+  statVersion,
   fileDataToBytes,
   isPathWithin,
   MAX_NAME_BYTES,
@@ -218,7 +220,7 @@ export class Vfs {
     checkName(path);
     try {
       const attr = await this.attr(path);
-      return this.toStat(path, attr, await this.uncountedLinks(path, attr));
+      return this.toStat(path, attr, attr.isDir && attr.posix?.nlink === 0 ? await this.countedLinks(path) : undefined);
     } catch (err) {
       if (err instanceof FsError && err.code === "ENOENT") this.lookedUpMissing.set(path, true);
       throw err;
@@ -795,7 +797,7 @@ export class Vfs {
     const version = `${entry?.modified_at ?? ""}|${entry?.size ?? ""}`;
     const bytes = this.pages.get(path, version) ?? (await this.download(path));
     this.pages.set(path, version, bytes);
-    return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: parseTime(entry?.modified_at) ?? this.mountedAt, version });
+    return this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: isoToMs(entry?.modified_at) ?? this.mountedAt, version });
   }
 
   /** The entry itself: lstat where the backend keeps POSIX nodes (the kernel follows symlinks), else stat. */
@@ -821,7 +823,7 @@ export class Vfs {
     if (stat.mode !== undefined) file.mode = stat.mode;
     file.posix = stat.posix;
     if (stat.posix) return stat.posix.mtimeMs;
-    const ms = parseTime(stat.modified_at);
+    const ms = isoToMs(stat.modified_at);
     if (ms !== undefined) return ms;
     if (stat.version) this.versionSeen.set(path, { version: stat.version, ms: localMs });
     return localMs;
@@ -937,7 +939,7 @@ export class Vfs {
   }
 
   private dirAttr(modifiedAt?: string): Attr {
-    return { isDir: true, size: 4096, mtimeMs: parseTime(modifiedAt) ?? this.mountedAt, version: "" };
+    return { isDir: true, size: 4096, mtimeMs: isoToMs(modifiedAt) ?? this.mountedAt, version: "" };
   }
 
   private remember(path: string, attr: Attr): Attr {
@@ -1012,8 +1014,8 @@ export class Vfs {
   private attrOf(path: string, stat: FileStat): Attr {
     const posix = stat.posix;
     if (stat.is_dir) return { ...this.dirAttr(stat.modified_at), mode: stat.mode, ...(posix ? { posix, mtimeMs: posix.mtimeMs } : {}) };
-    const version = stat.version ?? `${stat.modified_at ?? ""}|${stat.size}`;
-    const mtimeMs = posix?.mtimeMs ?? parseTime(stat.modified_at) ?? this.firstSeen(path, version);
+    const version = statVersion(stat);
+    const mtimeMs = posix?.mtimeMs ?? isoToMs(stat.modified_at) ?? this.firstSeen(path, version);
     return { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode, posix };
   }
 
@@ -1072,10 +1074,9 @@ export class Vfs {
   /**
    * A directory's link count where the backend leaves it to the mount (a key-value route
    * says 0: counting its subdirectories costs a listing): 2 and one per subdirectory of the
-   * listing the mount keeps anyway. undefined: the backend's own count stands.
+   * listing the mount keeps anyway.
    */
-  private async uncountedLinks(path: string, attr: Attr): Promise<number | undefined> {
-    if (!attr.isDir || attr.posix?.nlink !== 0) return undefined;
+  private async countedLinks(path: string): Promise<number> {
     let subdirs = 0;
     for (const isDir of this.merged(path, await this.listing(path, false)).values()) if (isDir) subdirs++;
     return 2 + subdirs;
@@ -1504,8 +1505,3 @@ function join(dir: string, name: string): string {
   return dir === "/" ? `/${name}` : `${dir}/${name}`;
 }
 
-function parseTime(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  const ms = Date.parse(value);
-  return Number.isNaN(ms) ? undefined : ms;
-}
