@@ -24,8 +24,11 @@ export interface ResolvedPath {
   stat?: Stats;
 }
 
+/** How long the root's realpath is trusted without a stat (see realRoot). */
+const ROOT_RECHECK_MS = 100;
+
 export class PathResolver {
-  private cachedRealRoot: { identity: string; real: string } | undefined;
+  private cachedRealRoot: { identity: string; real: string; checkedAt: number } | undefined;
 
   constructor(
     readonly root: string,
@@ -70,18 +73,24 @@ export class PathResolver {
 
   /**
    * The root's realpath, reused while the root still leads to the same directory (one stat
-   * instead of a realpath walk from `/` per call; a root symlink re-pointed is followed).
+   * instead of a realpath walk from `/` per call; a root symlink re-pointed is followed
+   * within ROOT_RECHECK_MS: a stat on every call was a fifth of a mount's stat).
    */
   private realRoot(): string | undefined {
+    const now = Date.now();
+    const cached = this.cachedRealRoot;
+    if (cached && now - cached.checkedAt < ROOT_RECHECK_MS) return cached.real;
     const stat = fsSync.statSync(this.root, { throwIfNoEntry: false });
-    if (stat === undefined) return undefined;
+    if (stat === undefined) return (this.cachedRealRoot = undefined);
     const identity = `${stat.dev}:${stat.ino}`;
-    if (this.cachedRealRoot?.identity !== identity) {
-      try {
-        this.cachedRealRoot = { identity, real: fsSync.realpathSync(this.root) };
-      } catch {
-        return undefined;
-      }
+    if (cached?.identity === identity) {
+      cached.checkedAt = now;
+      return cached.real;
+    }
+    try {
+      this.cachedRealRoot = { identity, real: fsSync.realpathSync(this.root), checkedAt: now };
+    } catch {
+      return undefined;
     }
     return this.cachedRealRoot.real;
   }
@@ -93,11 +102,12 @@ export class PathResolver {
    */
   private realpathOfDeepestExisting(p: string, realRoot: string): { real: string; missing: boolean; stat?: Stats } {
     const underRoot = isHostPathWithin(p, this.root) && p !== this.root;
-    const names = underRoot ? path.relative(this.root, p).split(path.sep) : undefined;
-    if (names === undefined) return walkUpToExisting(p);
+    if (!underRoot) return walkUpToExisting(p);
+    // `p` is normalized (locate joined it): the names below the root are what follows it.
+    const names = p.slice(this.root === path.sep ? 1 : this.root.length + 1).split(path.sep);
     let current = realRoot;
     for (let i = 0; i < names.length; i++) {
-      const next = path.join(current, names[i]!);
+      const next = current === path.sep ? current + names[i]! : current + path.sep + names[i]!;
       const isLeaf = i === names.length - 1;
       const stat = lstatOrMissing(next);
       if (stat === undefined) return { real: path.join(next, ...names.slice(i + 1)), missing: true };

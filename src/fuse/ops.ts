@@ -14,8 +14,9 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     access: (path, mode) => vfs.access(path, mode),
     readdir: (path) => vfs.readdir(path),
     statfs: async () => vfs.statfs(),
-    open: (path, flags) => vfs.open(path, flags),
-    create: (path, mode, caller) => vfs.create(path, mode, caller),
+    open: (path, flags, passthrough) => vfs.open(path, flags, passthrough),
+    create: (path, mode, caller, passthrough) => vfs.create(path, mode, caller, passthrough),
+    backingFd: (fh) => vfs.hostFd(fh),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
     flush: (_path, fh) => vfs.flush(fh),
@@ -47,7 +48,7 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
   if (!options.verbose) {
     // Errors other than the everyday ENOENT (and the kernel's xattr probes) still reach the log.
     const everyday = new Set(["ENOENT", "EEXIST", "ENOTEMPTY", "ENODATA"]);
-    return wrap(ops, (name, args, err) => {
+    return wrapErrors(ops, (name, args, err) => {
       // Copying extended attributes (vim, cp -a, rsync -X) meets ENOTSUP on every save, and
       // git tries hard links and symlinks before falling back: expected, not worth a line.
       const expected =
@@ -71,20 +72,38 @@ function describe(err: unknown): string {
 
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
-function wrap(ops: KernelOps, observe: Observer): KernelOps {
+/** Accessors, not operations: neither timed nor logged (they answer synchronously). */
+const ACCESSORS = new Set(["backingFd"]);
+
+type Op = (...args: unknown[]) => Promise<unknown>;
+
+/** Every operation through `around(name, op)`; accessors as they are. */
+function mapOps(ops: KernelOps, around: (name: string, op: Op) => Op): KernelOps {
   const wrapped = {} as Record<string, unknown>;
-  for (const [name, fn] of Object.entries(ops) as Array<[string, (...args: unknown[]) => Promise<unknown>]>) {
-    wrapped[name] = async (...args: unknown[]) => {
-      const start = performance.now();
-      try {
-        const result = await fn(...args);
-        observe(name, args, undefined, performance.now() - start);
-        return result;
-      } catch (err) {
-        observe(name, args, err, performance.now() - start);
-        throw err;
-      }
-    };
-  }
+  for (const [name, fn] of Object.entries(ops) as Array<[string, Op]>) wrapped[name] = ACCESSORS.has(name) ? fn : around(name, fn);
   return wrapped as unknown as KernelOps;
+}
+
+/** Only failures are observed: no timing, no extra promise step for what succeeds. */
+function wrapErrors(ops: KernelOps, observe: Observer): KernelOps {
+  return mapOps(ops, (name, fn) => (...args) =>
+    fn(...args).catch((err: unknown) => {
+      observe(name, args, err, 0);
+      throw err;
+    }),
+  );
+}
+
+function wrap(ops: KernelOps, observe: Observer): KernelOps {
+  return mapOps(ops, (name, fn) => async (...args) => {
+    const start = performance.now();
+    try {
+      const result = await fn(...args);
+      observe(name, args, undefined, performance.now() - start);
+      return result;
+    } catch (err) {
+      observe(name, args, err, performance.now() - start);
+      throw err;
+    }
+  });
 }
