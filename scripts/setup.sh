@@ -6,8 +6,9 @@ cd "$(dirname "$0")/.."
 
 # fuse3 gives fusermount (libfuse2 and fuse-native call it); libfuse2 is what fuse-native
 # links; patch, make, g++ and python3 rebuild fuse-native with the utimens fix (its headers come
-# bundled, so no libfuse-dev); the rest serve grep, tests (vim, git, rsync, attr, fio) and PostgreSQL.
-DEBIAN_PACKAGES=(fuse3 libfuse2 patch make g++ python3 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps strace)
+# bundled, so no libfuse-dev); make and g++ also build native/; the rest serve grep, tests (vim, git, rsync,
+# attr, fio), PostgreSQL and the mount benchmark's peers (mergerfs, bindfs).
+DEBIAN_PACKAGES=(fuse3 libfuse2 patch make g++ python3 ripgrep bubblewrap postgresql fio attr rsync vim-nox git tar procps strace mergerfs bindfs)
 
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
@@ -39,6 +40,9 @@ node -e "require('fuse-native')" 2>/dev/null || (echo "setup: rebuilding fuse-na
 
 # fuse-native 2.2.6 hands utimens atime twice; patch and rebuild it (once; never fatal).
 scripts/patch-fuse-native.sh
+
+# The raw transport's addon (native/): never fatal, it says so when it cannot be built.
+scripts/build-native.sh
 
 echo "setup: building" >&2
 npx tsc -p tsconfig.build.json

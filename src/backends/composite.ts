@@ -11,6 +11,7 @@
 import {
   canListHistory,
   hasScratchNames,
+  hasHostFiles,
   hasMethod,
   hideOptionalMethods,
   hasPosixNodes,
@@ -20,6 +21,7 @@ import {
   type ReadlinkResult,
   withCodeOf,
   type AllCapabilities,
+  type HostFileOpenResult,
   type HistoryResult,
   type OptionalMethod,
   failure,
@@ -613,6 +615,14 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     const { backend, innerPath } = this.table.resolve(path);
     if (!canReadRange(backend)) return { unsupported: true };
     return await backend.readRange(innerPath, offset, target);
+  }
+
+  /** Forwarded to the serving backend; a route without host files says so (the mount moves the bytes). */
+  async openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+    if (this.table.isImplicitDirectory(path)) return { unsupported: true };
+    const { backend, innerPath } = this.table.resolve(path);
+    if (!hasHostFiles(backend)) return { unsupported: true };
+    return await backend.openHostFile(innerPath, options);
   }
 
   /** The serving backend's limit, if it has one. */

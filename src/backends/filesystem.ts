@@ -51,6 +51,7 @@ import {
   type FileMetadata,
   type FileSizeLimit,
   type FileStat,
+  type HostFileOpenResult,
   type NodeKind,
   type LsStatResult,
   type MetadataStorage,
@@ -69,7 +70,8 @@ import {
   type Syncable,
   type WriteResult,
 } from "../protocol/index.js";
-import { INLINE_WRITE_MAX_BYTES, writeFileAtomic } from "./atomic-write.js";
+import { INLINE_WRITE_MAX_BYTES, TEMP_FILE_PREFIX, writeFileAtomic } from "./atomic-write.js";
+import { DiskHostFile, type HostFileContext } from "./host-file.js";
 import { BackendPathError, describeFsError, errorCode, fsErrorCode, fsFailure, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
 import { UnsyncedWrites } from "./filesystem-sync.js";
@@ -113,6 +115,12 @@ export class FilesystemBackend
   private readonly durableWrites: boolean;
   private readonly unsynced = new UnsyncedWrites();
   private readonly readHandles = new ReadHandles();
+  /** For host files (host-file.ts): their stats, their saves, their unsaved temporary files. */
+  private readonly hostFiles: HostFileContext = {
+    describe: (stat) => hostFileStat("", stat),
+    written: (hostPath) => this.unsynced.add(hostPath),
+    pending: new Set<string>(),
+  };
 
   constructor(options: FilesystemBackendOptions = {}) {
     const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30, durableWrites = false } = options;
@@ -150,6 +158,7 @@ export class FilesystemBackend
       if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
       const files: FileStat[] = [];
       for (const name of fsConstants.readdirSync(base.hostPath)) {
+        if (this.isPendingTemp(base.hostPath, name)) continue;
         const stat = fsConstants.lstatSync(path.join(base.hostPath, name), { throwIfNoEntry: false });
         if (stat) files.push(hostFileStat(PathResolver.childShownPath(base, name, this.virtualMode), stat));
       }
@@ -168,7 +177,7 @@ export class FilesystemBackend
     const base = await this.paths.resolve(dirPath, { followLeaf: true });
     if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return [];
     // Entries are stat'ed inline (microseconds each; see atomic-write.ts), symlinks checked through the pool.
-    const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true });
+    const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true }).filter((entry) => !this.isPendingTemp(base.hostPath, entry.name));
     const found = await Promise.all(
       entries.map(async (entry) => {
         const hostPath = path.join(base.hostPath, entry.name);
@@ -185,6 +194,28 @@ export class FilesystemBackend
     const listed = found.filter((entry) => entry !== undefined);
     // ls's order: directories carry their trailing separator when compared.
     return listed.sort((a, b) => this.listedPath(a.shown, a.stat).localeCompare(this.listedPath(b.shown, b.stat)));
+  }
+
+  /** A host file's temporary file, not saved yet: not an entry of the directory (host-file.ts). */
+  private isPendingTemp(dir: string, name: string): boolean {
+    return name.startsWith(TEMP_FILE_PREFIX) && this.hostFiles.pending.has(path.join(dir, name));
+  }
+
+  /**
+   * HostFiles: the file behind a path, for a mount's kernel to read and write itself (see
+   * host-file.ts). Directories and special files have none.
+   */
+  async openHostFile(filePath: string, { write, replace }: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+    try {
+      const target = await this.paths.resolve(filePath, { followLeaf: true });
+      const existing = target.missing ? null : (target.stat ?? fsConstants.statSync(target.hostPath, { throwIfNoEntry: false }) ?? null);
+      if (existing && !existing.isFile()) return { unsupported: true };
+      if (!existing && !replace) return failure("file_not_found", `Error: File '${filePath}' not found`);
+      const file = DiskHostFile.open(target.hostPath, existing, write, replace, this.hostFiles);
+      return { file };
+    } catch (error) {
+      return fsFailure(error, `Error opening '${filePath}': ${describeFsError(error)}`);
+    }
   }
 
   /** An entry's path as `ls` lists it: directories end with a separator. */

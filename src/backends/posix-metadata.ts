@@ -26,6 +26,7 @@ import {
   statVersion,
   parentOf,
   type AllCapabilities,
+  type HostFileOpenResult,
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type ChangeSet,
@@ -315,6 +316,9 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   }
   isScratchPath(path: string): boolean {
     return this.inner.isScratchPath!(path);
+  }
+  openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> | HostFileOpenResult {
+    return this.inner.openHostFile!(path, options);
   }
   async close(): Promise<unknown> {
     return (this.inner as { close?: () => unknown }).close?.();

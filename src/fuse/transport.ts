@@ -9,9 +9,12 @@ export interface KernelOps {
   access(path: string, mode: number): Promise<void>;
   readdir(path: string): Promise<VfsDirEntry[]>;
   statfs(path: string): Promise<VfsStatfs>;
-  open(path: string, flags: number): Promise<number>;
+  /** `passthrough`: the transport can hand a host file to the kernel (then see backingFd). */
+  open(path: string, flags: number, passthrough?: boolean): Promise<number>;
   /** `caller`: who asked, where the transport knows (a new entry's owner). */
-  create(path: string, mode: number, caller?: Caller): Promise<number>;
+  create(path: string, mode: number, caller?: Caller, passthrough?: boolean): Promise<number>;
+  /** The host file descriptor of a handle the kernel is to read and write itself (FUSE passthrough). */
+  backingFd?(fh: number): number | undefined;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;

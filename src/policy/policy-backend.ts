@@ -15,6 +15,7 @@ import {
   hideOptionalMethods,
   withErrorCode,
   type AllCapabilities,
+  type HostFileOpenResult,
   type ErrorCode,
   type FileMetadata,
   type HistoryResult,
@@ -287,6 +288,15 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
       this.operation("read", [path]),
       (): RangeReadResult => ({ error: "permission_denied" }),
       () => this.forward("readRange", path, offset, target) as Promise<RangeReadResult>,
+    );
+  }
+
+  /** The kernel reads (and, with `write`, writes) the file itself: checked as a read or a write. */
+  openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+    return this.guarded(
+      this.operation(options.write ? "write" : "read", [path]),
+      (error): HostFileOpenResult => ({ error }),
+      () => this.forward("openHostFile", path, options) as Promise<HostFileOpenResult>,
     );
   }
 

@@ -296,6 +296,42 @@ export interface ScratchNames {
   isScratchPath(path: string): boolean;
 }
 
+/**
+ * A file on the host that a mount's kernel reads and writes itself (FUSE passthrough), so
+ * the bytes never pass through the daemon. Every call is synchronous (a disk's system calls).
+ */
+export interface HostFile {
+  /** A descriptor of the file the kernel uses (it opens the same file anew for each open). */
+  readonly fd: number;
+  /** The file as it is now (fstat): size and times move as the kernel writes. */
+  stat(): FileStat;
+  /** pread / pwrite / ftruncate, for a kernel that could not take the file over. */
+  read(target: Uint8Array, position: number): number;
+  write(source: Uint8Array, position: number): number;
+  truncate(size: number): void;
+  /**
+   * Makes what was written the file at the path: a file begun empty (a new file, O_TRUNC) is
+   * a temporary file until then, renamed over the path here (the atomic save), keeping the
+   * old file's owner and mode. A file opened in place is there already. Idempotent.
+   */
+  save(): { error?: string };
+  /** Closes the descriptor; a temporary file never saved is removed. */
+  close(): void;
+}
+
+export interface HostFileOpenResult {
+  file?: HostFile;
+  /** With its code, as every result here. */
+  error?: string;
+  /** This path has no host file (not a disk route, not a regular file): use the bytes API. */
+  unsupported?: true;
+}
+
+/** Disk routes: the host file behind a path (`replace`: its content starts empty). */
+export interface HostFiles {
+  openHostFile(path: string, options: { write: boolean; replace: boolean }): MaybePromise<HostFileOpenResult>;
+}
+
 /** Every capability at once: what a wrapper implements, so TypeScript checks it forgets none. */
 export interface AllCapabilities
   extends Renamable,
@@ -313,7 +349,8 @@ export interface AllCapabilities
     PosixNodes,
     BaseAwareUploads,
     History,
-    ScratchNames {}
+    ScratchNames,
+    HostFiles {}
 
 /**
  * Every optional method by name: the protocol's own (delete, uploadFiles, downloadFiles, a
@@ -346,6 +383,7 @@ export const OPTIONAL_METHODS = [
   "uploadFilesFrom",
   "history",
   "isScratchPath",
+  "openHostFile",
 ] as const;
 
 export type OptionalMethod = (typeof OPTIONAL_METHODS)[number];
@@ -386,3 +424,4 @@ export const canRenameFromBase = (b: unknown): b is BaseAwareRename => hasMethod
 export const canListHistory = (b: unknown): b is History => hasMethod(b, "history");
 export const hasScratchNames = (b: unknown): b is ScratchNames => hasMethod(b, "isScratchPath");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");
+export const hasHostFiles = (b: unknown): b is HostFiles => hasMethod(b, "openHostFile");

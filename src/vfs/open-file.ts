@@ -4,7 +4,7 @@
  * flush/fsync; a failed upload keeps it dirty for the next try.
  */
 import { constants as bufferConstants } from "node:buffer";
-import type { PosixAttributes } from "../protocol/index.js";
+import type { HostFile, PosixAttributes } from "../protocol/index.js";
 
 export class OpenFile {
   /** Handles open on this file. */
@@ -49,6 +49,11 @@ export class OpenFile {
    * flush before the prefix covers the old size). A full overwrite never downloads.
    */
   unloadedSize: number | null = null;
+  /**
+   * A disk file the kernel reads and writes itself (FUSE passthrough): no buffer, no
+   * upload; `dirty` means a save is owed (HostFile.save).
+   */
+  host: HostFile | undefined;
 
   constructor(public path: string) {}
 

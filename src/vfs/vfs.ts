@@ -15,6 +15,7 @@ import {
   canSetMetadata,
   hasFileSizeLimit,
   hasScratchNames,
+  hasHostFiles,
   canRename,
   canRenameFromBase,
   canStat,
@@ -36,6 +37,7 @@ import {
   type FileInfo,
   type FileMetadata,
   type FileStat,
+  type HostFile,
   type NodeKind,
   type NodeResult,
   type PosixAttributes,
@@ -254,12 +256,21 @@ export class Vfs {
 
   // ---- open files ----
 
-  async open(path: string, flags: number): Promise<number> {
+  /**
+   * `host`: the transport can hand a disk file to the kernel (FUSE passthrough); see
+   * openHost. The handle's host descriptor is then `hostFd(fh)`.
+   */
+  async open(path: string, flags: number, host = false): Promise<number> {
     // O_RDONLY|O_TRUNC truncates on Linux (POSIX leaves it open): it needs write access, like the kernel's check.
     const writable = (flags & O_ACCMODE) === O_WRONLY || (flags & O_ACCMODE) === O_RDWR || (flags & O_TRUNC) !== 0;
     this.check(writable ? "write" : "read", path);
     const attr = await this.attr(path);
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
+    // A file already in the kernel's hands stays there whatever this transport can do.
+    if ((host || this.files.get(path)?.host) && !attr.isDir) {
+      const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0);
+      if (fh !== undefined) return fh;
+    }
     const file = this.acquire(path);
     file.mode ??= attr.mode;
     file.posix ??= attr.posix;
@@ -270,13 +281,28 @@ export class Vfs {
     return this.addHandle(file, writable);
   }
 
-  async create(path: string, mode: number, caller?: Caller): Promise<number> {
+  /** The descriptor the kernel is to use for this handle (FUSE passthrough), if it has one. */
+  hostFd(fh: number): number | undefined {
+    return this.handles.get(fh)?.file.host?.fd;
+  }
+
+  async create(path: string, mode: number, caller?: Caller, host = false): Promise<number> {
     checkName(path);
     this.check("write", path);
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     this.adoptMountPoints(parentOf(path));
     const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
+    if (host || this.files.get(path)?.host) {
+      const fh = await this.openHost(path, true, true);
+      if (fh !== undefined) {
+        // The creator's mode and owner, stored at the save (storeOverlay) where the disk gave others.
+        if (!existed) this.overlays.set(path, { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
+        this.addToListing(path, false);
+        if (!existed) this.entriesChanged(parentOf(path));
+        return fh;
+      }
+    }
     const file = this.acquire(path);
     if (!existed && this.isScratch(path)) file.scratch = true;
     if (!existed) {
@@ -295,6 +321,7 @@ export class Vfs {
 
   async read(fh: number, target: Buffer, length: number, position: number): Promise<number> {
     const file = this.handle(fh).file;
+    if (file.host) return file.host.read(target.subarray(0, length), position);
     if (!file.loaded && !file.loading && file.unloadedSize === null && !file.detached) {
       const n = await this.readPart(file, target, length, position);
       if (n !== undefined) return n;
@@ -311,6 +338,7 @@ export class Vfs {
     const handle = this.handle(fh);
     if (!handle.writable) throw new FsError("EBADF", handle.file.path);
     const file = handle.file;
+    if (file.host) return file.host.write(source.subarray(0, length), position);
     this.checkSize(file.path, position + length);
     await this.prepareWrite(file, position);
     file.write(source.subarray(0, length), position);
@@ -321,6 +349,11 @@ export class Vfs {
   async ftruncate(fh: number, size: number): Promise<void> {
     const file = this.handle(fh).file;
     this.check("write", file.path);
+    if (file.host) {
+      file.host.truncate(size);
+      file.dirty = true;
+      return;
+    }
     this.checkSize(file.path, size);
     if (size > 0 && !(file.unloadedSize !== null && size <= file.length)) await this.load(file);
     else if (!file.loaded && file.unloadedSize === null) file.adopt(new Uint8Array(0), file.version);
@@ -372,6 +405,7 @@ export class Vfs {
         return;
       }
     }
+    if (file.host && file.refs === 0) this.closeHost(file);
     // A scratch file lives here, not in the backend: it stays until unlinked.
     if (file.refs === 0 && this.files.get(file.path) === file && !file.scratch) this.files.delete(file.path);
   }
@@ -396,6 +430,8 @@ export class Vfs {
   async unlink(path: string): Promise<void> {
     this.check("write", path);
     const file = this.files.get(path);
+    // A release's upload still under way lands first (then the name goes), never after.
+    if (file?.uploading) await file.uploading.catch(() => undefined);
     if (basenameOf(path).startsWith(HIDDEN_PREFIX) && file?.detached) {
       this.files.delete(path);
       return;
@@ -909,6 +945,7 @@ export class Vfs {
   /** Attributes of a path the mount holds open with known content. */
   private fileAttr(path: string): Attr | undefined {
     const file = this.files.get(path);
+    if (file?.host) return this.hostAttr(file, file.host);
     if (!file || !(file.loaded || file.local || file.unloadedSize !== null)) return undefined;
     if (!file.dirty && !file.local && !file.detached && file.version !== undefined) {
       const cached = this.attrs.get(path);
@@ -1062,6 +1099,13 @@ export class Vfs {
     this.listings.get(parentOf(path))?.delete(basenameOf(path));
   }
 
+  /** A file whose content changed where the mount does not see it (the kernel wrote it): its cached attributes and pages go, its name stays. */
+  private contentChanged(path: string): void {
+    this.attrs.delete(path);
+    this.pages.drop(path);
+    this.lsInfo.delete(path);
+  }
+
   /**
    * In key-value backends a directory exists only while something is in it; after the
    * mount removes its last entry the directory is remembered, as on a disk.
@@ -1202,6 +1246,75 @@ export class Vfs {
     return handle;
   }
 
+  // ---- internals: host files (FUSE passthrough) ----
+
+  /**
+   * A handle on the disk file behind `path`, which the kernel reads and writes itself; undefined
+   * where there is none (not a disk route, a special file) or where the path is open with a
+   * buffer already (every handle on a file is one or the other: the kernel refuses a mix).
+   * Writes start so only where the route's size limit is no tighter than a buffer's (the
+   * kernel's writes cannot be refused at the limit), unless the file is in the kernel's hands
+   * already. `replace`: O_TRUNC (a new file, as the atomic save does it).
+   */
+  private async openHost(path: string, writable: boolean, replace: boolean): Promise<number | undefined> {
+    const backend = this.backend;
+    if (!hasHostFiles(backend)) return undefined;
+    let file = this.files.get(path);
+    if (!file?.host) {
+      if (file) return undefined;
+      const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined;
+      if (writable && limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
+      const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace }));
+      if (result.error) throw backendError(result, "open", path);
+      if (!result.file) return undefined;
+      // Another open may have won the race meanwhile: it decides.
+      const winner = this.files.get(path);
+      if (winner) {
+        result.file.close();
+        return winner.host ? this.openHost(path, writable, replace) : undefined;
+      }
+      file = this.acquire(path);
+      file.host = result.file;
+    } else {
+      file.refs++;
+      if (replace) file.host.truncate(0);
+    }
+    if (writable) file.dirty = true;
+    this.contentChanged(path);
+    return this.addHandle(file, writable);
+  }
+
+  /** What was written becomes the file at the path (the atomic save's rename), with the creator's mode and owner. */
+  private async saveHost(file: OpenFile): Promise<void> {
+    const host = file.host!;
+    const result = host.save();
+    if (result.error) throw backendError(result, "save", file.path);
+    file.dirty = false;
+    const stat = host.stat();
+    file.mode = stat.mode;
+    file.posix = stat.posix;
+    file.mtimeMs = stat.posix?.mtimeMs ?? file.mtimeMs;
+    await this.storeOverlay(file);
+    this.contentChanged(file.path);
+    this.addToListing(file.path, false);
+  }
+
+  /** The last handle is gone: a save still owed is made (its error logged, as a failed release upload is), the file closed. */
+  private closeHost(file: OpenFile): void {
+    const host = file.host!;
+    file.host = undefined;
+    host.close();
+    this.contentChanged(file.path);
+  }
+
+  /** Attributes of a file in the kernel's hands: always as it is now (the kernel writes it). */
+  private hostAttr(file: OpenFile, host: HostFile): Attr {
+    const attr = this.attrOf(file.path, host.stat());
+    // Unlinked while open: no name is left.
+    if (file.detached && attr.posix) attr.posix = { ...attr.posix, nlink: 0 };
+    return attr;
+  }
+
   /** Fills an open file from the page cache or the backend (once, shared by concurrent reads). */
   private async load(file: OpenFile): Promise<void> {
     if (file.loaded || file.detached) return;
@@ -1295,6 +1408,7 @@ export class Vfs {
   private async upload(file: OpenFile): Promise<void> {
     while (file.uploading) await file.uploading.catch(() => undefined);
     if (!file.dirty || file.detached) return;
+    if (file.host) return this.saveHost(file);
     if (file.scratch) {
       file.dirty = false;
       return;
@@ -1346,7 +1460,8 @@ export class Vfs {
 
   /** libfuse's unlink of an open file: remove it from the backend, keep it for its readers. */
   private async hide(file: OpenFile, hiddenPath: string): Promise<void> {
-    await this.load(file);
+    // A host file lives on in the kernel's hands; one not saved yet was never at the path.
+    if (!file.host) await this.load(file);
     if (!file.local) await this.deleteInBackend(file.path);
     this.forget(file.path);
     this.keepParent(file.path);

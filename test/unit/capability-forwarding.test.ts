@@ -117,6 +117,7 @@ function callOf(name: OptionalMethod, p: string): unknown[] {
     watch: [() => undefined],
     mkdir: [`${p}/dir`],
     xattrs: [file],
+    openHostFile: [file, { write: false, replace: false }],
     readRange: [file, 0, new Uint8Array(4)],
     lsStat: [`${p}/dir`],
     fileSizeLimit: [file],

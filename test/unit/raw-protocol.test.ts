@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { InodeTable } from "../../src/fuse/raw/inode-table.js";
 import {
   decodeInHeader, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeOpenOut, encodeOutHeader,
-  encodeStatfs, Fattr, writeDirent,
+  encodeStatfs, Fattr, writeDirent, decodeInitIn,
 } from "../../src/fuse/raw/protocol.js";
 import type { VfsStat } from "../../src/vfs/index.js";
 
@@ -38,8 +38,25 @@ describe("FUSE structs", () => {
   });
 
   it("encodes fuse_init_out (64 bytes)", () => {
-    const out = encodeInitOut({ minor: 38, maxReadahead: 131072, flags: 0x80000001, maxBackground: 64, congestionThreshold: 48, maxWrite: 1 << 20, timeGran: 1, maxPages: 256 });
+    const out = encodeInitOut({ minor: 38, maxReadahead: 131072, flags: 0x80000001, maxBackground: 64, congestionThreshold: 48, maxWrite: 1 << 20, timeGran: 1, maxPages: 256, flags2: 0, maxStackDepth: 0 });
     expect(hex(out)).toBe(u32(7) + u32(38) + u32(131072) + u32(0x80000001) + "4000" + "3000" + u32(1 << 20) + u32(1) + "0001" + "0000" + "00".repeat(32));
+  });
+
+  it("encodes passthrough in fuse_init_out (flags2, max_stack_depth) and a backing id in fuse_open_out", () => {
+    const out = encodeInitOut({ minor: 40, maxReadahead: 131072, flags: 1 << 30, maxBackground: 64, congestionThreshold: 48, maxWrite: 1 << 20, timeGran: 1, maxPages: 256, flags2: 1 << 5, maxStackDepth: 2 });
+    expect(hex(out)).toBe(u32(7) + u32(40) + u32(131072) + u32(1 << 30) + "4000" + "3000" + u32(1 << 20) + u32(1) + "0001" + "0000" + u32(32) + u32(2) + "00".repeat(24));
+    expect(hex(encodeOpenOut(9, 1 << 7, 3))).toBe(u64(9) + u32(0x80) + u32(3));
+  });
+
+  it("reads flags2 of fuse_init_in only when the kernel sets INIT_EXT", () => {
+    const body = Buffer.alloc(64);
+    body.writeUInt32LE(7, 0);
+    body.writeUInt32LE(44, 4);
+    body.writeUInt32LE(0x1000, 12);
+    body.writeUInt32LE(1 << 5, 16);
+    expect(decodeInitIn(body).flags2).toBe(0);
+    body.writeUInt32LE(0x1000 | (1 << 30), 12);
+    expect(decodeInitIn(body)).toMatchObject({ major: 7, minor: 44, flags2: 1 << 5 });
   });
 
   it("encodes fuse_open_out and fuse_kstatfs", () => {

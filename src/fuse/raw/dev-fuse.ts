@@ -5,7 +5,7 @@
  * role libfuse's auto_unmount plays for the fuse-native transport.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { open, promises as fs } from "node:fs";
+import { constants, open, promises as fs } from "node:fs";
 import path from "node:path";
 
 export interface DevMountOptions {
@@ -20,9 +20,13 @@ export function rawTransportRefusal(): string | undefined {
   return "--transport raw needs root: a non-root mount goes through fusermount3, which passes the /dev/fuse descriptor over a Unix socket (SCM_RIGHTS) that Node cannot receive; run as root or use --transport fuse-native";
 }
 
-/** A plain descriptor (a FileHandle would be closed when garbage collected). */
-export function openDevFuse(): Promise<number> {
-  return new Promise((resolve, reject) => open("/dev/fuse", "r+", (err, fd) => (err ? reject(err) : resolve(fd))));
+/**
+ * A plain descriptor (a FileHandle would be closed when garbage collected); non-blocking
+ * for a reader that polls it on the event loop.
+ */
+export function openDevFuse(nonBlocking = false): Promise<number> {
+  const flags = constants.O_RDWR | (nonBlocking ? constants.O_NONBLOCK : 0);
+  return new Promise((resolve, reject) => open("/dev/fuse", flags, (err, fd) => (err ? reject(err) : resolve(fd))));
 }
 
 export function mountDevFuse(fd: number, mountPoint: string, options: DevMountOptions): Promise<void> {

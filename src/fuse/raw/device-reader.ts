@@ -1,11 +1,18 @@
 /**
- * Reading /dev/fuse off the event loop: a worker thread blocks in read(2) and posts each
- * request to the loop, transferring the buffer (no copy); the loop gives buffers back
- * when it is done with them. Unlike fs.read on the libuv threadpool, this takes no pool
- * thread (backend file I/O keeps all of them) and costs no extra thread wake-up per
- * request. The worker ends when the device does (ENODEV: unmounted or aborted).
+ * Reading requests from /dev/fuse, two ways:
+ *
+ * - with the native addon, on the event loop itself: the device is non-blocking and watched
+ *   by the loop (uv_poll); when it is readable, every waiting request is read and dispatched.
+ *   One thread wake-up per burst of requests.
+ * - without it, a worker thread blocks in read(2) and posts each request to the loop,
+ *   transferring the buffer (no copy). Unlike fs.read on the libuv threadpool this takes no
+ *   pool thread (backend file I/O keeps all of them), but each request wakes two threads.
+ *
+ * Either ends when the device does (ENODEV: unmounted or aborted). The loop gives buffers
+ * back when it is done with them.
  */
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import type { NativeAddon } from "./native.js";
 
 /** The worker, inline so that it runs the same from sources and from dist/. */
 const WORKER = `
@@ -32,8 +39,64 @@ for (;;) {
 export interface DeviceReader {
   /** Resolves when the device has ended (after an unmount or abort). */
   ended: Promise<void>;
+  /** [0]: requests read and not yet answered; the dispatcher keeps it (the polled reader spins only at 0). */
+  inFlight: Int32Array;
   /** Hands a request's buffer back for reuse once nothing refers to it any more. */
   recycle(buffer: ArrayBuffer): void;
+}
+
+/** Errnos of read(2) on /dev/fuse (negated by the addon). */
+const EAGAIN = 11;
+const ENOENT = 2;
+const EINTR = 4;
+const ENODEV = 19;
+const EBADF = 9;
+/** Requests read per wake-up before the loop gets a turn (the watch fires again while more wait). */
+const BURST = 32;
+/**
+ * How long the loop looks for a caller's next request before it sleeps (native.ts). 50 µs
+ * covers a process stepping through files one by one; an idle mount never spins.
+ * BACKENDFS_SPIN_US overrides it (0: never).
+ */
+const SPIN_MICROS = Number(process.env.BACKENDFS_SPIN_US ?? 50);
+
+export function startPolledReader(addon: NativeAddon, fd: number, size: number, onRequest: (request: Buffer) => void, log: (line: string) => void): DeviceReader {
+  const free: Buffer[] = [];
+  const inFlight = new Int32Array(1);
+  let end: () => void = () => undefined;
+  const ended = new Promise<void>((resolve) => (end = resolve));
+  let stopped = false;
+  const stop = (why?: string) => {
+    if (stopped) return;
+    stopped = true;
+    addon.stopWatch(watch);
+    if (why) log(`/dev/fuse read failed: ${why}`);
+    end();
+  };
+  const watch = addon.watchDevice(fd, () => {
+    // A poll error (the device ended: EPOLLERR) shows as the read's ENODEV below.
+    for (let i = 0; i < BURST && !stopped; i++) {
+      const buffer = free.pop() ?? Buffer.allocUnsafeSlow(size);
+      const n = addon.read(fd, buffer);
+      if (n >= 0) {
+        onRequest(buffer.subarray(0, n));
+        continue;
+      }
+      free.push(buffer);
+      // ENOENT: interrupted before we read it. EAGAIN: nothing left. ENODEV: unmounted.
+      if (n === -ENOENT || n === -EINTR) continue;
+      if (n === -EAGAIN) return;
+      if (n === -ENODEV || n === -EBADF) return stop();
+      return stop(`errno ${-n}`);
+    }
+  }, SPIN_MICROS, inFlight);
+  return {
+    ended,
+    inFlight,
+    recycle: (buffer) => {
+      if (!stopped && free.length < 64) free.push(Buffer.from(buffer, 0, size));
+    },
+  };
 }
 
 export function startDeviceReader(fd: number, size: number, onRequest: (request: Buffer) => void, log: (line: string) => void): DeviceReader {
@@ -58,6 +121,7 @@ export function startDeviceReader(fd: number, size: number, onRequest: (request:
   });
   return {
     ended,
+    inFlight: new Int32Array(1),
     recycle: (buffer) => returns.port1.postMessage(buffer, [buffer]),
   };
 }

@@ -6,8 +6,8 @@
 import type { VfsStat, VfsStatfs } from "../../vfs/index.js";
 
 export const FUSE_KERNEL_VERSION = 7;
-/** The minor this implementation speaks (Debian 12's header); negotiated down to the kernel's. */
-export const FUSE_KERNEL_MINOR_VERSION = 38;
+/** The minor this implementation speaks (7.40: FUSE passthrough); negotiated down to the kernel's. */
+export const FUSE_KERNEL_MINOR_VERSION = 40;
 export const FUSE_ROOT_ID = 1;
 
 export const Op = {
@@ -27,9 +27,19 @@ export const InitFlag = {
   WRITEBACK_CACHE: 1 << 16,
   PARALLEL_DIROPS: 1 << 18,
   MAX_PAGES: 1 << 22,
+  /** flags2 is valid (both ways). */
+  INIT_EXT: 1 << 30,
 } as const;
 
-export const OpenFlag = { KEEP_CACHE: 1 << 1, NOFLUSH: 1 << 5 } as const;
+/** The second word of init flags (bit n here is bit 32 + n of the kernel's 64-bit flags). */
+export const InitFlag2 = {
+  PASSTHROUGH: 1 << 5,
+} as const;
+
+/** The deepest stack a backing file may already be part of (the kernel's FILESYSTEM_MAX_STACK_DEPTH). */
+export const MAX_STACK_DEPTH = 2;
+
+export const OpenFlag = { KEEP_CACHE: 1 << 1, NOFLUSH: 1 << 5, PASSTHROUGH: 1 << 7 } as const;
 
 export const Fattr = {
   MODE: 1 << 0, UID: 1 << 1, GID: 1 << 2, SIZE: 1 << 3, ATIME: 1 << 4, MTIME: 1 << 5,
@@ -94,10 +104,14 @@ export interface InitIn {
   minor: number;
   maxReadahead: number;
   flags: number;
+  /** 0 unless the kernel sets INIT_EXT. */
+  flags2: number;
 }
 
 export function decodeInitIn(body: Buffer): InitIn {
-  return { major: body.readUInt32LE(0), minor: body.readUInt32LE(4), maxReadahead: body.readUInt32LE(8), flags: body.readUInt32LE(12) };
+  const flags = body.readUInt32LE(12);
+  const flags2 = flags & InitFlag.INIT_EXT && body.length >= 20 ? body.readUInt32LE(16) : 0;
+  return { major: body.readUInt32LE(0), minor: body.readUInt32LE(4), maxReadahead: body.readUInt32LE(8), flags, flags2 };
 }
 
 export interface InitOut {
@@ -110,6 +124,9 @@ export interface InitOut {
   /** Timestamp granularity in ns (1 = nanoseconds). */
   timeGran: number;
   maxPages: number;
+  flags2: number;
+  /** With PASSTHROUGH: how deep the backing files' stacks may be. */
+  maxStackDepth: number;
 }
 
 export function encodeInitOut(init: InitOut): Buffer {
@@ -123,6 +140,8 @@ export function encodeInitOut(init: InitOut): Buffer {
   out.writeUInt32LE(init.maxWrite, 20);
   out.writeUInt32LE(init.timeGran, 24);
   out.writeUInt16LE(init.maxPages, 28);
+  out.writeUInt32LE(init.flags2 >>> 0, 32);
+  out.writeUInt32LE(init.maxStackDepth, 36);
   return out;
 }
 
@@ -185,10 +204,12 @@ export function encodeAttrOut(nodeid: number, s: VfsStat, ttlSec: number): Buffe
   return out;
 }
 
-export function encodeOpenOut(fh: number, openFlags: number): Buffer {
+/** `backingId`: the file the kernel reads and writes itself (with OpenFlag.PASSTHROUGH). */
+export function encodeOpenOut(fh: number, openFlags: number, backingId = 0): Buffer {
   const out = Buffer.alloc(OPEN_OUT_SIZE);
   out.writeBigUInt64LE(BigInt(fh), 0);
   out.writeUInt32LE(openFlags, 8);
+  out.writeInt32LE(backingId, 12);
   return out;
 }
 

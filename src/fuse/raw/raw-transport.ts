@@ -17,13 +17,15 @@ import { errnoOf, FsError } from "../../vfs/index.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
 import { BufferPool } from "./buffer-pool.js";
-import { startDeviceReader, type DeviceReader } from "./device-reader.js";
+import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
+import { loadNative } from "./native.js";
 import { RequestHandler } from "./request-handler.js";
 import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
 
 /** One request at most: a 1 MiB write plus its headers. */
 const MAX_WRITE = 1 << 20;
 const BUFFER_SIZE = MAX_WRITE + 4096;
+const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
 
 export class RawTransport implements Transport {
   private fd = -1;
@@ -38,7 +40,9 @@ export class RawTransport implements Transport {
     const refusal = rawTransportRefusal();
     if (refusal) throw new Error(refusal);
     const maxWrite = Math.min(options.maxWrite, MAX_WRITE);
-    this.fd = await openDevFuse();
+    const { addon, why } = loadNative();
+    if (!addon) log(`native addon not loaded (${why}): requests are read by a worker thread, no passthrough`);
+    this.fd = await openDevFuse(addon !== undefined);
     try {
       await mountDevFuse(this.fd, mountPoint, { fsname: options.fsname, allowOther: options.allowOther, maxRead: maxWrite });
     } catch (err) {
@@ -48,9 +52,13 @@ export class RawTransport implements Transport {
     this.mountPoint = mountPoint;
     this.guard = startUnmountGuard(mountPoint);
     this.connection = await connectionOf(mountPoint);
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, options.debug ? (line) => process.stderr.write(`fuse: ${line}\n`) : undefined);
+    // FUSE passthrough needs the addon's ioctls and root (CAP_SYS_ADMIN for a backing file).
+    const fd = this.fd;
+    const backings = addon && process.getuid?.() === 0 ? { open: (file: number) => addon.backingOpen(fd, file), close: (id: number) => addon.backingClose(fd, id) } : undefined;
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, options.debug ? (line) => process.stderr.write(`fuse: ${line}\n`) : undefined, backings, log);
     this.handler = handler;
-    const reader = startDeviceReader(this.fd, BUFFER_SIZE, (request) => this.dispatch(handler, request, reader), (line) => process.stderr.write(`backendfs: ${line}\n`));
+    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
+    const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);
@@ -77,9 +85,11 @@ export class RawTransport implements Transport {
     const done = () => reader.recycle(request.buffer as ArrayBuffer);
     if (answer === undefined) return done(); // FORGET, BATCH_FORGET, INTERRUPT: no reply
     let replied = false;
+    reader.inFlight[0]!++;
     const reply = (error: number, payload: Buffer[]) => {
       if (replied) return;
       replied = true;
+      reader.inFlight[0]!--;
       clearTimeout(timer);
       this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
     };

@@ -9,7 +9,7 @@ import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
   decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeOpenOut,
-  encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, OpenFlag, Op,
+  encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
   RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
 
@@ -24,6 +24,16 @@ const UNKNOWN_INO = 0xffffffff;
 const WANTED_FLAGS =
   InitFlag.ASYNC_READ | InitFlag.ATOMIC_O_TRUNC | InitFlag.BIG_WRITES | InitFlag.AUTO_INVAL_DATA |
   InitFlag.DO_READDIRPLUS | InitFlag.PARALLEL_DIROPS | InitFlag.MAX_PAGES;
+
+/**
+ * Registers files for FUSE passthrough (the native addon's ioctls on the device): one
+ * backing per node while it has handles open, since the kernel takes every open of an inode
+ * in passthrough mode with the same backing file.
+ */
+export interface Backings {
+  open(fd: number): number;
+  close(id: number): void;
+}
 
 interface Listed {
   name: Buffer;
@@ -45,12 +55,18 @@ export class RequestHandler {
   private nextDirHandle = 1;
   private hiddenCount = 0;
   private readonly ttl: number;
+  /** Negotiated at INIT: the kernel takes host files (see Backings). */
+  private passthrough = false;
+  /** Per node in passthrough: its backing id and its open handles. */
+  private readonly backed = new Map<number, { id: number; handles: number }>();
 
   constructor(
     private readonly ops: KernelOps,
     private readonly options: TransportOptions,
     private readonly pool: BufferPool,
     private readonly debug?: (line: string) => void,
+    private readonly backings?: Backings,
+    private readonly log?: (line: string) => void,
   ) {
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
@@ -176,10 +192,13 @@ export class RequestHandler {
     const kernel = decodeInitIn(body);
     if (kernel.major !== 7) return Promise.reject(new FsError("EIO", `FUSE protocol ${kernel.major}.${kernel.minor} is not 7.x`));
     this.markInitialized();
+    this.passthrough = this.backings !== undefined && (kernel.flags2 & InitFlag2.PASSTHROUGH) !== 0 && this.ops.backingFd !== undefined;
     const init = encodeInitOut({
       minor: Math.min(kernel.minor, FUSE_KERNEL_MINOR_VERSION),
       maxReadahead: kernel.maxReadahead,
-      flags: kernel.flags & WANTED_FLAGS,
+      flags: (kernel.flags & WANTED_FLAGS) | (this.passthrough ? InitFlag.INIT_EXT : 0),
+      flags2: this.passthrough ? InitFlag2.PASSTHROUGH : 0,
+      maxStackDepth: this.passthrough ? MAX_STACK_DEPTH : 0,
       maxBackground: 64,
       congestionThreshold: 48,
       maxWrite: this.options.maxWrite,
@@ -233,23 +252,69 @@ export class RequestHandler {
     return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttlOf(stat))];
   }
 
+  /** Whether this mount hands files to the kernel (FUSE passthrough), as negotiated at INIT. */
+  get passthroughNegotiated(): boolean {
+    return this.passthrough;
+  }
+
   private async open(nodeid: number, path: string, flags: number): Promise<Buffer[]> {
-    const fh = await this.ops.open(path, flags);
+    const fh = await this.ops.open(path, flags, this.passthrough);
     this.inodes.opened(nodeid);
+    const readOnly = (flags & O_ACCMODE) === 0 && (flags & O_TRUNC) === 0;
+    const backingId = this.backingFor(nodeid, fh);
+    if (backingId !== undefined) return [encodeOpenOut(fh, OpenFlag.PASSTHROUGH | (readOnly ? OpenFlag.NOFLUSH : 0), backingId)];
     // libfuse's auto_cache: the kernel's pages stay valid while size and mtime are unchanged.
     const before = this.seen.get(nodeid);
     const stat = await this.ops.getattr(path).catch(() => undefined);
     const unchanged = stat !== undefined && before === `${stat.size}:${stat.mtime}`;
     if (stat) this.saw(nodeid, stat);
-    const readOnly = (flags & O_ACCMODE) === 0 && (flags & O_TRUNC) === 0;
     return [encodeOpenOut(fh, (unchanged ? OpenFlag.KEEP_CACHE : 0) | (readOnly ? OpenFlag.NOFLUSH : 0))];
   }
 
   private async create(path: string, mode: number, caller: Caller): Promise<Buffer[]> {
-    const fh = await this.ops.create(path, mode, caller);
+    const fh = await this.ops.create(path, mode, caller, this.passthrough);
     const [entry] = await this.entry(path);
-    this.inodes.opened(this.inodes.nodeAt(path)!);
-    return [entry!, encodeOpenOut(fh, 0)];
+    const nodeid = this.inodes.nodeAt(path)!;
+    this.inodes.opened(nodeid);
+    const backingId = this.backingFor(nodeid, fh);
+    return [entry!, backingId === undefined ? encodeOpenOut(fh, 0) : encodeOpenOut(fh, OpenFlag.PASSTHROUGH, backingId)];
+  }
+
+  /**
+   * The backing id of a handle whose file the kernel is to read and write itself, or
+   * undefined (the vfs gave none; or registering failed: then passthrough is off for this
+   * mount, said once, and the vfs serves that file's reads and writes itself).
+   */
+  private backingFor(nodeid: number, fh: number): number | undefined {
+    if (!this.passthrough) return undefined;
+    const fd = this.ops.backingFd!(fh);
+    if (fd === undefined) return undefined;
+    const known = this.backed.get(nodeid);
+    if (known) {
+      known.handles++;
+      return known.id;
+    }
+    try {
+      const id = this.backings!.open(fd);
+      this.backed.set(nodeid, { id, handles: 1 });
+      return id;
+    } catch (err) {
+      this.passthrough = false;
+      this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${fd}: ${(err as Error).message})`);
+      return undefined;
+    }
+  }
+
+  /** A handle of a passthrough node released: the last one lets the backing go. */
+  private releaseBacking(nodeid: number): void {
+    const known = this.backed.get(nodeid);
+    if (!known || --known.handles > 0) return;
+    this.backed.delete(nodeid);
+    try {
+      this.backings!.close(known.id);
+    } catch (err) {
+      this.log?.(`closing backing ${known.id}: ${(err as Error).message}`);
+    }
   }
 
   private async read(path: string, fh: number, offset: number, size: number): Promise<Buffer[]> {
@@ -259,10 +324,16 @@ export class RequestHandler {
   }
 
   private async release(nodeid: number, path: string, fh: number): Promise<Buffer[]> {
+    const backed = this.backed.has(nodeid) && this.ops.backingFd?.(fh) !== undefined;
+    // Closed at once, before the vfs is done: the kernel sends RELEASE in the background, so
+    // an unlink of the name often comes in the same burst of requests, and must not find
+    // the file still open (it would be hidden, and its directory not empty). The vfs's
+    // unlink waits for this release's upload.
+    const hiddenPath = this.inodes.released(nodeid);
     try {
       await this.ops.release(path, fh);
     } finally {
-      const hiddenPath = this.inodes.released(nodeid);
+      if (backed) this.releaseBacking(nodeid);
       if (hiddenPath !== undefined) await this.ops.unlink(hiddenPath).catch(() => undefined);
     }
     return [];

@@ -1,0 +1,10 @@
+{
+  "targets": [
+    {
+      "target_name": "backendfs_native",
+      "sources": ["src/backendfs_native.c"],
+      "cflags": ["-O2", "-Wall", "-Wextra", "-Werror"],
+      "defines": ["NAPI_VERSION=8"]
+    }
+  ]
+}

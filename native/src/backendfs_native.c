@@ -1,0 +1,246 @@
+/*
+ * What the raw /dev/fuse transport cannot do from JavaScript (see src/fuse/raw/native.ts):
+ *
+ *  - wait for requests on the event loop itself: /dev/fuse opened O_NONBLOCK, watched with
+ *    uv_poll, read until EAGAIN. A request then costs one thread wake-up (the loop's), where
+ *    a reader thread costs two: on a VM that parks idle vCPUs each one is tens of microseconds.
+ *  - FUSE passthrough: register an open file with the kernel (FUSE_DEV_IOC_BACKING_OPEN) so
+ *    that reads and writes of a file opened through the mount go straight to it.
+ *
+ * Everything is synchronous and runs on the loop's thread; no semantics live here.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <node_api.h>
+#include <uv.h>
+
+/* linux/fuse.h (7.40+), spelled out so that the build needs no kernel headers of that age. */
+struct backing_map {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+#define DEV_IOC_MAGIC 229
+#define DEV_IOC_BACKING_OPEN _IOW(DEV_IOC_MAGIC, 1, struct backing_map)
+#define DEV_IOC_BACKING_CLOSE _IOW(DEV_IOC_MAGIC, 2, uint32_t)
+
+#define CHECK(env, call)                                        \
+  do {                                                          \
+    if ((call) != napi_ok) {                                    \
+      napi_throw_error((env), NULL, "backendfs native: " #call); \
+      return NULL;                                              \
+    }                                                           \
+  } while (0)
+
+static napi_value throw_errno(napi_env env, const char *what, int err) {
+  char message[160];
+  snprintf(message, sizeof message, "%s: %s", what, strerror(err));
+  napi_value code, msg, error;
+  const char *name = err == EPERM ? "EPERM" : err == EINVAL ? "EINVAL" : err == EBADF ? "EBADF" : err == ENOTTY ? "ENOTTY" : err == EBUSY ? "EBUSY" : "EIO";
+  napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &code);
+  napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &msg);
+  napi_create_error(env, code, msg, &error);
+  napi_value errno_value;
+  napi_create_int32(env, -err, &errno_value);
+  napi_set_named_property(env, error, "errno", errno_value);
+  napi_throw(env, error);
+  return NULL;
+}
+
+static int32_t int_arg(napi_env env, napi_value value) {
+  int32_t out = -1;
+  napi_get_value_int32(env, value, &out);
+  return out;
+}
+
+/* read(fd, buffer) -> bytes read, or -errno (EAGAIN: nothing waiting; ENODEV: unmounted). */
+static napi_value device_read(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  void *data;
+  size_t length;
+  CHECK(env, napi_get_buffer_info(env, argv[1], &data, &length));
+  ssize_t n;
+  do n = read(int_arg(env, argv[0]), data, length);
+  while (n < 0 && errno == EINTR);
+  napi_value result;
+  CHECK(env, napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &result));
+  return result;
+}
+
+/* A uv_poll on the device; its JS callback is called on the loop when requests wait. */
+typedef struct {
+  uv_poll_t poll;
+  napi_env env;
+  napi_ref callback;
+  napi_async_context context;
+  int fd;
+  /* in_flight[0]: requests not yet answered, kept by the JS side (read after its microtasks ran). */
+  napi_ref in_flight_ref;
+  const int32_t *in_flight;
+  /* How long to keep looking for the next request after a burst that left nothing in flight. */
+  int64_t spin_ns;
+  int closing;
+} device_watch;
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * A caller that works through files one by one (ls -l, grep -r, a build) sends its next
+ * request a few microseconds after our reply. Sleeping in epoll in between costs a wake-up
+ * of this thread per request, tens of microseconds on a VM that parks idle vCPUs; looking
+ * for a while first does not. Only when the callback says nothing is in flight (no backend
+ * call to wait for on the loop), and never longer than spin_ns.
+ */
+static int spin_for_next(device_watch *watch) {
+  if (watch->spin_ns <= 0) return 0;
+  int64_t until = now_ns() + watch->spin_ns;
+  struct pollfd p = {.fd = watch->fd, .events = POLLIN, .revents = 0};
+  do {
+    if (poll(&p, 1, 0) > 0) return 1;
+  } while (now_ns() < until);
+  return 0;
+}
+
+static void on_closed(uv_handle_t *handle) {
+  free(handle->data);
+}
+
+static void on_readable(uv_poll_t *poll, int status, int events) {
+  (void)events;
+  device_watch *watch = poll->data;
+  if (watch->closing) return;
+  napi_env env = watch->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value callback, global, arg, result;
+  napi_get_reference_value(env, watch->callback, &callback);
+  napi_get_global(env, &global);
+  napi_create_int32(env, status, &arg);
+  for (;;) {
+    /* make_callback runs the microtasks afterwards, as any I/O callback of Node does. */
+    if (napi_make_callback(env, watch->context, global, callback, 1, &arg, &result) != napi_ok) break;
+    if (watch->closing || *watch->in_flight != 0 || !spin_for_next(watch)) break;
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+static void watch_finalize(napi_env env, void *data, void *hint) {
+  (void)env;
+  (void)hint;
+  (void)data; /* freed by stopWatch's close callback; a watch never stopped lives as long as the process */
+}
+
+/*
+ * watchDevice(fd, callback, spinMicros, inFlight) -> watch: callback(status) whenever fd is
+ * readable. inFlight: an Int32Array whose [0] says how many requests are unanswered (see
+ * spin_for_next).
+ */
+static napi_value watch_device(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uv_loop_t *loop;
+  CHECK(env, napi_get_uv_event_loop(env, &loop));
+  napi_typedarray_type type;
+  size_t count;
+  void *counter;
+  if (napi_get_typedarray_info(env, argv[3], &type, &count, &counter, NULL, NULL) != napi_ok || type != napi_int32_array || count < 1) {
+    napi_throw_type_error(env, NULL, "watchDevice: inFlight must be an Int32Array");
+    return NULL;
+  }
+  device_watch *watch = calloc(1, sizeof *watch);
+  if (!watch) return throw_errno(env, "watchDevice", ENOMEM);
+  watch->env = env;
+  watch->fd = int_arg(env, argv[0]);
+  watch->spin_ns = (int64_t)int_arg(env, argv[2]) * 1000;
+  watch->in_flight = counter;
+  CHECK(env, napi_create_reference(env, argv[3], 1, &watch->in_flight_ref));
+
+  CHECK(env, napi_create_reference(env, argv[1], 1, &watch->callback));
+  napi_value name;
+  CHECK(env, napi_create_string_utf8(env, "backendfs:dev-fuse", NAPI_AUTO_LENGTH, &name));
+  CHECK(env, napi_async_init(env, NULL, name, &watch->context));
+  int err = uv_poll_init(loop, &watch->poll, int_arg(env, argv[0]));
+  if (err == 0) {
+    watch->poll.data = watch;
+    err = uv_poll_start(&watch->poll, UV_READABLE, on_readable);
+  }
+  if (err != 0) {
+    napi_delete_reference(env, watch->callback);
+    napi_delete_reference(env, watch->in_flight_ref);
+    napi_async_destroy(env, watch->context);
+    free(watch);
+    return throw_errno(env, "uv_poll on /dev/fuse", -err);
+  }
+  napi_value handle;
+  CHECK(env, napi_create_external(env, watch, watch_finalize, NULL, &handle));
+  return handle;
+}
+
+/* stopWatch(watch): no more callbacks; the handle closes on the loop. */
+static napi_value stop_watch(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  device_watch *watch;
+  CHECK(env, napi_get_value_external(env, argv[0], (void **)&watch));
+  if (watch->closing) return NULL;
+  watch->closing = 1;
+  uv_poll_stop(&watch->poll);
+  napi_delete_reference(env, watch->callback);
+  napi_delete_reference(env, watch->in_flight_ref);
+  napi_async_destroy(env, watch->context);
+  uv_close((uv_handle_t *)&watch->poll, on_closed);
+  return NULL;
+}
+
+/* backingOpen(devFd, fd) -> backing id (> 0) for FOPEN_PASSTHROUGH; throws with the errno. */
+static napi_value backing_open(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  struct backing_map map = {.fd = int_arg(env, argv[1]), .flags = 0, .padding = 0};
+  int id = ioctl(int_arg(env, argv[0]), DEV_IOC_BACKING_OPEN, &map);
+  if (id < 0) return throw_errno(env, "FUSE_DEV_IOC_BACKING_OPEN", errno);
+  napi_value result;
+  CHECK(env, napi_create_int32(env, id, &result));
+  return result;
+}
+
+/* backingClose(devFd, id): the kernel drops the file once no open uses it. */
+static napi_value backing_close(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  uint32_t id = (uint32_t)int_arg(env, argv[1]);
+  if (ioctl(int_arg(env, argv[0]), DEV_IOC_BACKING_CLOSE, &id) < 0) return throw_errno(env, "FUSE_DEV_IOC_BACKING_CLOSE", errno);
+  return NULL;
+}
+
+static napi_value init(napi_env env, napi_value exports) {
+  napi_property_descriptor methods[] = {
+      {"read", NULL, device_read, NULL, NULL, NULL, napi_default, NULL},
+      {"watchDevice", NULL, watch_device, NULL, NULL, NULL, napi_default, NULL},
+      {"stopWatch", NULL, stop_watch, NULL, NULL, NULL, napi_default, NULL},
+      {"backingOpen", NULL, backing_open, NULL, NULL, NULL, napi_default, NULL},
+      {"backingClose", NULL, backing_close, NULL, NULL, NULL, napi_default, NULL},
+  };
+  CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, init)

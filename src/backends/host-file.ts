@@ -1,0 +1,126 @@
+/**
+ * FilesystemBackend's host files (HostFiles): the file behind a path, for a mount whose
+ * kernel reads and writes it itself (FUSE passthrough).
+ *
+ * A file whose content starts empty (a new file, O_TRUNC) is the atomic save's temporary
+ * file until `save` renames it over the path, exactly as writeFileAtomic does with bytes: a
+ * reader of the path sees the old file or the new one, never a half-written one, and the
+ * new one keeps the old one's owner and mode. Any other open is of the file itself, in
+ * place (appends, random writes, a database), as on a local disk. A file with hard links is
+ * always written in place (replacing it would cut it off from its other names).
+ *
+ * Readers get an O_RDONLY descriptor (a read-write one would count as a writer to inotify
+ * and to ETXTBSY); the kernel opens the file anew for every open with that open's own
+ * flags, so the descriptor's mode only matters for the fallbacks below.
+ */
+import fs, { type Stats } from "node:fs";
+import path from "node:path";
+import type { FileStat, HostFile } from "../protocol/index.js";
+import { openTempFile } from "./atomic-write.js";
+import { describeFsError, fsFailure } from "./fs-errors.js";
+
+export interface HostFileContext {
+  /** FileStat of a host stat, as the backend reports it at the path. */
+  describe(stat: Stats): FileStat;
+  /** A save or an in-place write landed at `hostPath` (the backend's sync() flushes it). */
+  written(hostPath: string): void;
+  /** Temporary files not yet saved, which the backend's listings leave out. */
+  pending: Set<string>;
+}
+
+export class DiskHostFile implements HostFile {
+  private writable: boolean;
+  private wrote = false;
+
+  private constructor(
+    public fd: number,
+    /** The temporary file until saved. */
+    private temp: string | undefined,
+    private readonly target: string,
+    private readonly context: HostFileContext,
+    writable: boolean,
+  ) {
+    this.writable = writable;
+    if (temp) context.pending.add(temp);
+  }
+
+  /**
+   * Opens the file at `target` (its stat `existing`, null when missing). `replace`: the
+   * content starts empty. Throws the system error.
+   */
+  static open(target: string, existing: Stats | null, write: boolean, replace: boolean, context: HostFileContext): DiskHostFile {
+    if (replace && !(existing && existing.nlink > 1)) {
+      const { temp, fd } = openTempFile(path.dirname(target), "wx+");
+      try {
+        if (existing) {
+          // The owner first: chown clears the set-id bits that the chmod then restores.
+          if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
+          fs.fchmodSync(fd, existing.mode & 0o7777);
+        }
+      } catch (error) {
+        fs.closeSync(fd);
+        fs.rmSync(temp, { force: true });
+        throw error;
+      }
+      return new DiskHostFile(fd, temp, target, context, true);
+    }
+    const fd = fs.openSync(target, (write ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_NOFOLLOW);
+    const file = new DiskHostFile(fd, undefined, target, context, write);
+    if (replace) file.truncate(0);
+    return file;
+  }
+
+  stat(): FileStat {
+    return this.context.describe(fs.fstatSync(this.fd));
+  }
+
+  read(target: Uint8Array, position: number): number {
+    return fs.readSync(this.fd, target, 0, target.byteLength, position);
+  }
+
+  write(source: Uint8Array, position: number): number {
+    this.ensureWritable();
+    this.wrote = true;
+    return fs.writeSync(this.fd, source, 0, source.byteLength, position);
+  }
+
+  truncate(size: number): void {
+    this.ensureWritable();
+    this.wrote = true;
+    fs.ftruncateSync(this.fd, size);
+  }
+
+  save(): { error?: string } {
+    const temp = this.temp;
+    if (temp === undefined) {
+      if (this.writable) this.context.written(this.target);
+      return {};
+    }
+    try {
+      fs.renameSync(temp, this.target);
+    } catch (error) {
+      return fsFailure(error, `Error saving '${this.target}': ${describeFsError(error)}`);
+    }
+    this.context.pending.delete(temp);
+    this.temp = undefined;
+    this.context.written(this.target);
+    return {};
+  }
+
+  close(): void {
+    fs.closeSync(this.fd);
+    if (this.temp === undefined) return;
+    fs.rmSync(this.temp, { force: true });
+    this.context.pending.delete(this.temp);
+    this.temp = undefined;
+  }
+
+  /** A reader's descriptor made read-write (a writer shares this file now): the same file, whatever its name is now. */
+  private ensureWritable(): void {
+    if (this.writable) return;
+    const fd = fs.openSync(`/proc/self/fd/${this.fd}`, fs.constants.O_RDWR);
+    fs.closeSync(this.fd);
+    this.fd = fd;
+    this.writable = true;
+  }
+}

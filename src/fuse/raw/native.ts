@@ -1,0 +1,46 @@
+/**
+ * The Node-API addon in native/ (built by scripts/setup.sh): a /dev/fuse watch on the event
+ * loop and FUSE passthrough's backing-file ioctls. Loaded once; where it is missing (no
+ * compiler at setup, another platform) the raw transport uses its worker-thread reader and
+ * no passthrough, and says so in one log line.
+ */
+import { existsSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface DeviceWatch {
+  readonly __brand: "DeviceWatch";
+}
+
+export interface NativeAddon {
+  /** read(2) into `buffer`: bytes read, or -errno (-EAGAIN: nothing waiting; -ENODEV: unmounted). */
+  read(fd: number, buffer: Buffer): number;
+  /**
+   * Calls `onReadable(status)` on the loop whenever `fd` has something to read. After a call
+   * that leaves `inFlight[0]` (requests unanswered, kept by the caller) at 0, it keeps looking
+   * for the next request for up to `spinMicros` before the loop sleeps.
+   */
+  watchDevice(fd: number, onReadable: (status: number) => void, spinMicros: number, inFlight: Int32Array): DeviceWatch;
+  stopWatch(watch: DeviceWatch): void;
+  /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
+  backingOpen(devFd: number, fd: number): number;
+  backingClose(devFd: number, id: number): void;
+}
+
+/** Where setup.sh builds the addon: native/build/Release, from src/fuse/raw or dist/fuse/raw alike. */
+export const NATIVE_ADDON_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../native/build/Release/backendfs_native.node");
+
+let loaded: { addon?: NativeAddon; why?: string } | undefined;
+
+/** The addon, or undefined with the reason (once per process). `BACKENDFS_NATIVE=0` turns it off. */
+export function loadNative(): { addon?: NativeAddon; why?: string } {
+  if (loaded) return loaded;
+  if (process.env.BACKENDFS_NATIVE === "0") return (loaded = { why: "BACKENDFS_NATIVE=0" });
+  if (!existsSync(NATIVE_ADDON_PATH)) return (loaded = { why: `${NATIVE_ADDON_PATH} is not built (scripts/setup.sh builds it with node-gyp, make and g++)` });
+  try {
+    return (loaded = { addon: createRequire(import.meta.url)(NATIVE_ADDON_PATH) as NativeAddon });
+  } catch (err) {
+    return (loaded = { why: `${NATIVE_ADDON_PATH} does not load: ${(err as Error).message.split("\n")[0]}` });
+  }
+}

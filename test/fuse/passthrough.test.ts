@@ -1,0 +1,140 @@
+/**
+ * FUSE passthrough on a disk route (raw transport, native addon, root): the kernel reads and
+ * writes the disk file itself, so no byte passes through the daemon, while the mount keeps
+ * its semantics: a file begun empty is the atomic save's temporary file until close, a
+ * replaced file keeps its owner and mode, a new file gets its creator's mode, a route with a
+ * size limit still refuses the crossing write.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import fs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { loadNative } from "../../src/fuse/raw/native.js";
+import { createStandaloneState } from "./helpers/state-backend.js";
+import { mountForTest, ok, sh, type TestMount } from "./helpers/mount.js";
+
+const isRoot = process.getuid?.() === 0;
+
+let root: string;
+let m: TestMount | undefined;
+let reads: { mock: { calls: unknown[] } };
+let writes: { mock: { calls: unknown[] } };
+
+async function mountDisk(maxFileSizeMb = 4096): Promise<TestMount> {
+  const disk = new FilesystemBackend({ rootDir: root, virtualMode: true, maxFileSizeMb });
+  const mounted = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw", allowOther: true });
+  // The kernel ops call the vfs's methods by name: what reaches the daemon is counted.
+  reads = vi.spyOn(mounted.vfs, "read");
+  writes = vi.spyOn(mounted.vfs, "write");
+  return mounted;
+}
+
+const py = (code: string) => `python3 - <<'EOF'\n${code}\nEOF`;
+
+beforeEach(async () => {
+  root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-passthrough-"));
+});
+afterEach(async () => {
+  await m?.close();
+  m = undefined;
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe.runIf(isRoot)("FUSE passthrough on a disk route", () => {
+  it("is built and loads (scripts/setup.sh builds native/)", () => {
+    expect(loadNative().why).toBeUndefined();
+    expect(loadNative().addon).toBeDefined();
+  });
+
+  it("reads and writes the disk file in the kernel: no byte reaches the daemon", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    await ok("head -c 8388608 /dev/urandom > src.bin && dd if=src.bin of=copy.bin bs=1M status=none && cmp src.bin copy.bin && dd if=copy.bin of=/dev/null bs=64k status=none", dir);
+    await ok(`cmp ${path.join(dir, "copy.bin")} ${path.join(root, "copy.bin")}`, "/");
+    expect(reads.mock.calls.length).toBe(0);
+    expect(writes.mock.calls.length).toBe(0);
+    // mmap goes to the disk file too.
+    await ok(py(`import mmap, os\nfd = os.open("copy.bin", os.O_RDWR)\nmm = mmap.mmap(fd, 4096)\nmm[0:5] = b"MMAP!"\nmm.flush(); mm.close(); os.close(fd)`), dir);
+    expect((await fs.readFile(path.join(root, "copy.bin"))).subarray(0, 5).toString()).toBe("MMAP!");
+    expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
+  });
+
+  it("saves a file begun empty atomically at close; readers through the mount see the writer's bytes meanwhile", async () => {
+    await fs.writeFile(path.join(root, "doc.txt"), "old content\n");
+    await fs.chmod(path.join(root, "doc.txt"), 0o640);
+    await fs.chown(path.join(root, "doc.txt"), 1234, 2345);
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const r = await ok(
+      py(`import os
+w = os.open("doc.txt", os.O_WRONLY | os.O_TRUNC)
+os.write(w, b"new content\\n")
+print("disk:", open("${root}/doc.txt").read().strip())
+print("mount:", open("doc.txt").read().strip())
+print("listed:", sorted(os.listdir(".")))
+os.close(w)
+print("after:", open("${root}/doc.txt").read().strip())`),
+      dir,
+    );
+    expect(r).toContain("disk: old content");
+    expect(r).toContain("mount: new content");
+    expect(r).toContain("listed: ['doc.txt']");
+    expect(r).toContain("after: new content");
+    const stat = await fs.stat(path.join(root, "doc.txt"));
+    expect([stat.mode & 0o7777, stat.uid, stat.gid]).toEqual([0o640, 1234, 2345]);
+    // No temporary file is left behind.
+    expect(await fs.readdir(root)).toEqual(["doc.txt"]);
+  });
+
+  it("gives a new file its creator's mode and owner, and writes in place where a file is not begun empty", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    await ok(py(`import os\nos.umask(0)\nfd = os.open("x.sh", os.O_CREAT | os.O_WRONLY, 0o751)\nos.write(fd, b"#!/bin/sh\\necho hi\\n")\nos.close(fd)`), dir);
+    expect((await fs.stat(path.join(root, "x.sh"))).mode & 0o7777).toBe(0o751);
+    await ok("./x.sh | grep -qx hi && echo more >> x.sh && printf 'AB' | dd of=x.sh bs=1 seek=2 conv=notrunc status=none", dir);
+    expect(await fs.readFile(path.join(root, "x.sh"), "utf8")).toBe("#!ABin/sh\necho hi\nmore\n");
+    // Another user's file keeps its owner (setfsuid in the child: the kernel checks, the daemon creates).
+    await ok(`chmod 777 . && setpriv --reuid=4321 --regid=4321 --clear-groups sh -c 'echo mine > theirs.txt'`, dir);
+    const theirs = await fs.stat(path.join(root, "theirs.txt"));
+    expect([theirs.uid, theirs.gid]).toEqual([4321, 4321]);
+    expect(writes.mock.calls.length).toBe(0);
+  });
+
+  it("keeps a file written through an unlink or a rename whole", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const r = await ok(
+      py(`import os
+fd = os.open("moving.txt", os.O_CREAT | os.O_WRONLY, 0o644)
+os.write(fd, b"first ")
+os.rename("moving.txt", "moved.txt")
+os.write(fd, b"second")
+os.close(fd)
+print(open("moved.txt").read())
+g = os.open("gone.txt", os.O_CREAT | os.O_RDWR, 0o644)
+os.write(g, b"abc")
+os.unlink("gone.txt")
+os.write(g, b"def")
+print(os.pread(g, 6, 0).decode(), os.path.exists("gone.txt"))
+os.close(g)`),
+      dir,
+    );
+    expect(r).toBe("first second\nabcdef False\n");
+    expect((await fs.readdir(root)).sort()).toEqual(["moved.txt"]);
+    expect(await fs.readFile(path.join(root, "moved.txt"), "utf8")).toBe("first second");
+  });
+
+  it("still refuses the write that crosses a route's size limit; its reads stay in the kernel", async () => {
+    await fs.writeFile(path.join(root, "large.bin"), Buffer.alloc(3 * 1024 * 1024, 7));
+    m = await mountDisk(1);
+    const dir = path.join(m.dir, "fs");
+    const dd = await sh("dd if=/dev/zero of=big.bin bs=64k count=32 status=none", dir);
+    expect(dd.stderr).toContain("File too large");
+    expect((await fs.stat(path.join(root, "big.bin"))).size).toBe(1024 * 1024);
+    const readsBefore = reads.mock.calls.length;
+    await ok("cmp large.bin " + path.join(root, "large.bin"), dir);
+    expect(reads.mock.calls.length).toBe(readsBefore);
+  });
+});
