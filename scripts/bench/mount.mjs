@@ -25,6 +25,7 @@
  *        [--verbose-log FILE (mount with -v, op counts per phase)]
  *        [--cli PATH (another build's dist/cli/main.js, e.g. a worktree of an older commit; nothing is built)]
  *        [--json FILE (the seconds per workload and target)]
+ *        [--base-cli PATH with --transports raw,raw@base: before and after side by side in one run]
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
@@ -49,6 +50,10 @@ const targetKey = (route, transport) => (transport === "fuse-native" ? route : `
 const routeOf = (key) => key.split("-")[0];
 const VERBOSE_LOG = option("--verbose-log", "");
 const CLI = path.resolve(option("--cli", path.join(repo, "dist/cli/main.js")));
+/** `--transports raw,raw@base --base-cli PATH`: a transport name ending @base mounts with that other build, in the same run. */
+const BASE_CLI = option("--base-cli", "");
+const cliOf = (t) => (t.endsWith("@base") ? path.resolve(BASE_CLI) : CLI);
+const bridgeOf = (t) => t.split("@")[0];
 
 const work = mkdtempSync(path.join(tmpdir(), "backendfs-bench-"));
 /** Set in main: the ext4 loop device, and what lives on it (disk, fs route root, peers' branches). */
@@ -125,7 +130,7 @@ function configFile(t) {
 }
 
 async function startMount() {
-  const argv = [CLI, "mount", dirs.mnt, "-c", configFile(transport), "--transport", transport, "--cache-size", "1GiB", "--timeout", "120s"];
+  const argv = [cliOf(transport), "mount", dirs.mnt, "-c", configFile(transport), "--transport", bridgeOf(transport), "--cache-size", "1GiB", "--timeout", "120s"];
   if (VERBOSE_LOG) argv.push("-v");
   daemonLog = "";
   const child = spawn(process.execPath, argv, { cwd: work, stdio: ["ignore", "ignore", "pipe"] });
@@ -343,6 +348,7 @@ async function main() {
     await run("npx", ["tsc", "-p", "tsconfig.build.json"], { okCodes: [0, 1, 2] });
   }
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: npm run build`);
+  if (TRANSPORTS.some((t) => t.endsWith("@base")) && !existsSync(path.resolve(BASE_CLI))) throw new Error(`--base-cli '${BASE_CLI}' is missing (a @base transport needs it)`);
   ext4 = await makeExt4(work, (cmd, argv) => run(cmd, argv).then(() => ({ ok: true, stderr: "" }), (err) => ({ ok: false, stderr: String(err.message) })));
   notes.push(ext4.mounted ? "disk: ext4 on a loop device (2 GiB image on the root disk); the fs route's rootDir, the state route's database and the peers' branches live on it too" : `disk: NOT an ext4 loop device (${ext4.failure}): the root disk`);
   for (const d of [...Object.values(dirs), ...PEERS.map(branchOf)]) mkdirSync(d, { recursive: true });

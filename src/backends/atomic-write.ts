@@ -105,12 +105,14 @@ let tempCounter = 0;
 
 /** A new temporary file in `dir` (created, with its parents, when missing). */
 export function openTempFile(dir: string, flags: "wx" | "wx+" = "wx"): { temp: string; fd: number } {
-  for (;;) {
+  for (let attempt = 0; ; attempt++) {
     const temp = path.join(dir, `${TEMP_FILE_PREFIX}${processTag}${(tempCounter++).toString(36)}.tmp`);
     try {
       return { temp, fd: openNewFile(temp, dir, flags) };
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      // Only the temporary name itself taken is a collision (mkdir's EEXIST is a file in the way).
+      const taken = (error as NodeJS.ErrnoException).code === "EEXIST" && (error as NodeJS.ErrnoException).path === temp;
+      if (!taken || attempt >= 8) throw error;
       processTag = randomBytes(4).toString("hex");
     }
   }

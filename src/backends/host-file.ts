@@ -70,6 +70,10 @@ export class DiskHostFile implements HostFile {
     return file;
   }
 
+  get mayHaveChanged(): boolean {
+    return this.writable || this.wrote;
+  }
+
   stat(): FileStat {
     return this.context.describe(fs.fstatSync(this.fd));
   }

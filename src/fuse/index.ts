@@ -1,4 +1,4 @@
-export { mount, checkFuseAvailable, isMountPoint, lazyUnmount, MountError, type MountOptions, type Mounted, type TransportName } from "./mount.js";
+export { mount, checkFuseAvailable, defaultTransport, isMountPoint, lazyUnmount, MountError, type MountOptions, type Mounted, type TransportName } from "./mount.js";
 export { createKernelOps, type OpsOptions } from "./ops.js";
 export { FuseNativeTransport, FuseUnavailableError, loadFuseNative } from "./fuse-native-transport.js";
 export type { KernelOps, Transport, TransportOptions } from "./transport.js";

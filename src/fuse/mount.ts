@@ -8,6 +8,7 @@ import { constants, promises as fs } from "node:fs";
 import path from "node:path";
 import { Vfs, type VfsOptions } from "../vfs/index.js";
 import { FuseNativeTransport, loadFuseNative } from "./fuse-native-transport.js";
+import { loadNative } from "./raw/native.js";
 import { createKernelOps } from "./ops.js";
 import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
@@ -36,7 +37,7 @@ export interface MountOptions {
   verbose?: boolean;
   debug?: boolean;
   log?: (line: string) => void;
-  /** fuse-native (libfuse 2, the default), raw (/dev/fuse from Node, root only), or an instance. */
+  /** fuse-native (libfuse 2), raw (/dev/fuse from Node, root only), or an instance; default: defaultTransport(). */
   transport?: TransportName | Transport;
 }
 
@@ -50,7 +51,7 @@ export interface Mounted {
 export async function mount(options: MountOptions): Promise<Mounted> {
   const mountPoint = path.resolve(options.mountPoint);
   const log = options.log ?? ((line: string) => process.stderr.write(line + "\n"));
-  const transportName = typeof options.transport === "object" ? undefined : options.transport ?? "fuse-native";
+  const transportName = typeof options.transport === "object" ? undefined : options.transport ?? defaultTransport();
   if (transportName) await checkFuseAvailable(transportName);
   await prepareMountPoint(mountPoint, Boolean(options.nonEmpty), log);
 
@@ -86,6 +87,18 @@ export async function mount(options: MountOptions): Promise<Mounted> {
 }
 
 /** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */
+/**
+ * The fastest kernel bridge that works here: raw with the native addon (FUSE passthrough,
+ * requests read on the event loop) when running as root, else fuse-native (libfuse 2,
+ * which needs no root). `BACKENDFS_TRANSPORT=raw|fuse-native` chooses instead.
+ */
+export function defaultTransport(): TransportName {
+  const chosen = process.env.BACKENDFS_TRANSPORT;
+  if (chosen === "raw" || chosen === "fuse-native") return chosen;
+  if (chosen) throw new MountError(`BACKENDFS_TRANSPORT is '${chosen}': it must be raw or fuse-native`);
+  return rawTransportRefusal() === undefined && loadNative().addon !== undefined ? "raw" : "fuse-native";
+}
+
 export async function checkFuseAvailable(transport: TransportName = "fuse-native"): Promise<void> {
   const refusal = transport === "raw" ? rawTransportRefusal() : undefined;
   if (refusal) throw new MountError(refusal);
@@ -99,7 +112,11 @@ export async function checkFuseAvailable(transport: TransportName = "fuse-native
         : `/dev/fuse is not accessible (${code}): make it mode 0666 or run as root`,
     );
   }
-  if (transport === "raw") return;
+  if (transport === "raw") {
+    // mount(8) takes the open /dev/fuse; umount(8) detaches a mount still busy at the end.
+    if (!(await findOnPath("mount")) || !(await findOnPath("umount"))) throw new MountError("mount(8) is not on the PATH: apt-get install -y mount (the raw transport mounts /dev/fuse with it)");
+    return;
+  }
   if (!(await findOnPath("fusermount"))) {
     throw new MountError("fusermount is not installed: apt-get install -y fuse3 (it provides fusermount3 and the fusermount link)");
   }

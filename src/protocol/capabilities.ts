@@ -303,6 +303,8 @@ export interface ScratchNames {
 export interface HostFile {
   /** A descriptor of the file the kernel uses (it opens the same file anew for each open). */
   readonly fd: number;
+  /** Opened for writing (or written) at some point: what the mount cached of the path may be stale. */
+  readonly mayHaveChanged: boolean;
   /** The file as it is now (fstat): size and times move as the kernel writes. */
   stat(): FileStat;
   /** pread / pwrite / ftruncate, for a kernel that could not take the file over. */

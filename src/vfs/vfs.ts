@@ -1279,8 +1279,10 @@ export class Vfs {
       file.refs++;
       if (replace) file.host.truncate(0);
     }
-    if (writable) file.dirty = true;
-    this.contentChanged(path);
+    if (writable) {
+      file.dirty = true;
+      this.contentChanged(path);
+    }
     return this.addHandle(file, writable);
   }
 
@@ -1304,7 +1306,7 @@ export class Vfs {
     const host = file.host!;
     file.host = undefined;
     host.close();
-    this.contentChanged(file.path);
+    if (host.mayHaveChanged) this.contentChanged(file.path);
   }
 
   /** Attributes of a file in the kernel's hands: always as it is now (the kernel writes it). */

@@ -69,11 +69,16 @@ describe("backendfs mount: bad input", () => {
     expect(await first.exited).toBe(0);
   });
 
-  it("names the package to install when fusermount is missing", async () => {
+  it("names the package to install when fusermount is missing (fuse-native) or mount(8) is (raw)", async () => {
     const { root, mnt } = await dirs("nofuse");
-    const r = await runCli(["mount", mnt, "--root", root], { ...process.env, PATH: "/nonexistent" });
+    const r = await runCli(["mount", mnt, "--root", root, "--transport", "fuse-native"], { ...process.env, PATH: "/nonexistent" });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("apt-get install -y fuse3");
+    if (process.getuid?.() !== 0) return;
+    const raw = await runCli(["mount", mnt, "--root", root, "--transport", "raw"], { ...process.env, PATH: "/nonexistent" });
+    expect(raw.code).toBe(1);
+    expect(raw.stderr).toContain("mount(8) is not on the PATH: apt-get install -y mount");
+    expect(await isMountPoint(mnt)).toBe(false);
   });
 
   // bubblewrap (installed by scripts/setup.sh) gives the CLI a machine without the piece.
@@ -88,7 +93,7 @@ describe("backendfs mount: bad input", () => {
   it("names the package to install when libfuse 2 is missing", async () => {
     const { root, mnt } = await dirs("nolib");
     const lib = await realpath("/usr/lib/x86_64-linux-gnu/libfuse.so.2");
-    const r = await runCli(["mount", mnt, "--root", root], process.env, 20_000, ["bwrap", "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--ro-bind", "/dev/null", lib]);
+    const r = await runCli(["mount", mnt, "--root", root, "--transport", "fuse-native"], process.env, 20_000, ["bwrap", "--bind", "/", "/", "--dev-bind", "/dev", "/dev", "--ro-bind", "/dev/null", lib]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/libfuse 2 is not installed \(.*libfuse\.so\.2.*\)\. Install it with: apt-get install -y fuse3 libfuse2/);
     expect(await isMountPoint(mnt)).toBe(false);

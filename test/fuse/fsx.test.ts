@@ -16,7 +16,7 @@
  * CI size: FSX_OPS ops per route (default 1,500, two files of at most 256 KiB; store-pg
  * 2/5 of that on 32 KiB files, see KINDS), a remount every FSX_REMOUNT_EVERY ops (default
  * 500). FSX_SEED changes the seed (default: fixed per route, so a failure reproduces);
- * BACKENDFS_TEST_TRANSPORT=raw runs it on the raw transport. scripts/bench/fsx.mjs runs
+ * BACKENDFS_TRANSPORT=fuse-native|raw runs it on that transport. scripts/bench/fsx.mjs runs
  * 100,000 ops per route. A failure prints fsx.py's report: the last 20 ops, the first
  * differing offset (and which op's pattern is there), and the command line that reproduces
  * it on a mount of that route.

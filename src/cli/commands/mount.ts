@@ -28,7 +28,7 @@ interface MountArgs {
   "allow-other": boolean;
   "non-empty": boolean;
   verbose: boolean;
-  transport: TransportName;
+  transport?: TransportName;
 }
 
 /** What the config loader yields (src/config); only the fields the mount uses. */
@@ -54,8 +54,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
       .option("non-empty", { type: "boolean", default: false, describe: "allow mounting over a non-empty directory" })
       .option("transport", {
         choices: ["fuse-native", "raw"] as const,
-        default: "fuse-native" as const,
-        describe: "kernel bridge: fuse-native (libfuse 2) or raw (/dev/fuse spoken from Node; root only; 1 MiB requests, readdirplus, keep_cache)",
+        describe: "kernel bridge: raw (/dev/fuse spoken from Node with the native addon: FUSE passthrough on disk routes, 1 MiB requests, readdirplus; root only) or fuse-native (libfuse 2). Default: raw as root with the addon built, else fuse-native (BACKENDFS_TRANSPORT sets it)",
       })
       .option("verbose", { alias: "v", type: "boolean", default: false, describe: "log every kernel operation to stderr, and an error's stack trace" }) as unknown as Argv<MountArgs>,
   handler: async (argv: ArgumentsCamelCase<MountArgs>) => {

@@ -48,9 +48,8 @@ export interface Daemon {
 
 /** `backendfs mount agent-fs` in the workspace, resolved once it says it is mounted. */
 export async function startMount(ws: Workspace, extraArgs: string[] = [], timeoutMs = 30_000): Promise<Daemon> {
-  // BACKENDFS_TEST_TRANSPORT=raw runs the end-to-end suites on the raw transport.
-  const transport = process.env.BACKENDFS_TEST_TRANSPORT === "raw" && !extraArgs.includes("--transport") ? ["--transport", "raw"] : [];
-  const child = spawn(process.execPath, [ws.cli.main, "mount", ws.mnt, ...transport, ...extraArgs], { cwd: ws.cwd, stdio: ["ignore", "ignore", "pipe"] });
+  // The CLI's default transport (BACKENDFS_TRANSPORT, inherited, chooses another).
+  const child = spawn(process.execPath, [ws.cli.main, "mount", ws.mnt, ...extraArgs], { cwd: ws.cwd, stdio: ["ignore", "ignore", "pipe"] });
   let err = "";
   child.stderr!.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));

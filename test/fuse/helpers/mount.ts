@@ -8,14 +8,14 @@ import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { lazyUnmount, mount, type Mounted, type MountOptions, type TransportName } from "../../../src/fuse/index.js";
+import { defaultTransport, lazyUnmount, mount, type Mounted, type MountOptions, type TransportName } from "../../../src/fuse/index.js";
 
 /** Both kernel bridges, for suites that run on each (raw needs root). */
 export const TRANSPORTS: TransportName[] = ["fuse-native", "raw"];
 
-/** The transport a test mounts with unless it names one: BACKENDFS_TEST_TRANSPORT, else fuse-native. */
+/** The transport a test mounts with unless it names one: the product's default (BACKENDFS_TRANSPORT sets it; scripts/test.sh runs the mount suites once more on fuse-native). */
 export function defaultTestTransport(): TransportName {
-  return process.env.BACKENDFS_TEST_TRANSPORT === "raw" ? "raw" : "fuse-native";
+  return defaultTransport();
 }
 
 export interface TestMount extends Mounted {
