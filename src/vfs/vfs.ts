@@ -122,6 +122,9 @@ const XATTR_PREFIX = "user.backendfs.";
 const READ_BUFFER_BYTES = 1024 * 1024;
 const READ_BUFFERS_KEPT = 4;
 
+/** Files opened only for reading are handed to the kernel (FUSE passthrough) from this size on (see open). */
+const HOST_READ_MIN_BYTES = 128 * 1024;
+
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
 
@@ -266,8 +269,12 @@ export class Vfs {
     this.check(writable ? "write" : "read", path);
     const attr = await this.attr(path);
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
-    // A file already in the kernel's hands stays there whatever this transport can do.
-    if ((host || this.files.get(path)?.host) && !attr.isDir) {
+    // A file already in the kernel's hands stays there whatever this transport can do. A
+    // small file only read is not handed over: it is one READ, and its pages then stay in the
+    // kernel's cache across opens (FOPEN_KEEP_CACHE), which is cheaper than registering a
+    // backing file on every open.
+    const small = !writable && attr.size < HOST_READ_MIN_BYTES;
+    if (((host && !small) || this.files.get(path)?.host) && !attr.isDir) {
       const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0);
       if (fh !== undefined) return fh;
     }

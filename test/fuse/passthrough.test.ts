@@ -59,6 +59,12 @@ describe.runIf(isRoot)("FUSE passthrough on a disk route", () => {
     await ok(py(`import mmap, os\nfd = os.open("copy.bin", os.O_RDWR)\nmm = mmap.mmap(fd, 4096)\nmm[0:5] = b"MMAP!"\nmm.flush(); mm.close(); os.close(fd)`), dir);
     expect((await fs.readFile(path.join(root, "copy.bin"))).subarray(0, 5).toString()).toBe("MMAP!");
     expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
+    // A small file only read stays buffered: one READ, then the kernel's cached pages.
+    await ok("head -c 1000 /dev/zero > small.txt && cat small.txt > /dev/null", dir);
+    const afterFirst = reads.mock.calls.length;
+    expect(afterFirst).toBeGreaterThan(0);
+    await ok("cat small.txt > /dev/null", dir);
+    expect(reads.mock.calls.length).toBe(afterFirst);
   });
 
   it("saves a file begun empty atomically at close; readers through the mount see the writer's bytes meanwhile", async () => {
