@@ -1311,9 +1311,13 @@ export class Vfs {
   /** The last handle is gone: a save still owed is made (its error logged, as a failed release upload is), the file closed. */
   private closeHost(file: OpenFile): void {
     const host = file.host!;
+    // What the kernel left is what the path holds now: its attributes are known (no stat at the next lookup).
+    const final = host.mayHaveChanged && !file.detached && !file.dirty ? host.stat() : undefined;
     file.host = undefined;
     host.close();
-    if (host.mayHaveChanged) this.contentChanged(file.path);
+    if (!host.mayHaveChanged) return;
+    this.contentChanged(file.path);
+    if (final) this.remember(file.path, this.attrOf(file.path, final));
   }
 
   /** Attributes of a file in the kernel's hands: always as it is now (the kernel writes it). */
