@@ -1308,7 +1308,7 @@ export class Vfs {
     this.addToListing(file.path, false);
   }
 
-  /** The last handle is gone: a save still owed is made (its error logged, as a failed release upload is), the file closed. */
+  /** The last handle is gone (dropRef has made any save still owed): the descriptor closes. */
   private closeHost(file: OpenFile): void {
     const host = file.host!;
     // What the kernel left is what the path holds now: its attributes are known (no stat at the next lookup).
