@@ -73,13 +73,15 @@ export class PathResolver {
 
   /**
    * The root's realpath, reused while the root still leads to the same directory (one stat
-   * instead of a realpath walk from `/` per call; a root symlink re-pointed is followed
-   * within ROOT_RECHECK_MS: a stat on every call was a fifth of a mount's stat).
+   * instead of a realpath walk from `/` per call; a root symlink re-pointed is followed at
+   * once). A root whose path has no symlink is trusted for ROOT_RECHECK_MS without that stat
+   * (it was a fifth of a mount's stat); replacing the directory itself shows after it.
    */
   private realRoot(): string | undefined {
     const now = Date.now();
     const cached = this.cachedRealRoot;
-    if (cached && now - cached.checkedAt < ROOT_RECHECK_MS) return cached.real;
+    // A root reached through a symlink is checked on every call: re-pointing it is a move of the root.
+    if (cached && cached.real === this.root && now - cached.checkedAt < ROOT_RECHECK_MS) return cached.real;
     const stat = fsSync.statSync(this.root, { throwIfNoEntry: false });
     if (stat === undefined) return (this.cachedRealRoot = undefined);
     const identity = `${stat.dev}:${stat.ino}`;
