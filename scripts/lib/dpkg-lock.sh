@@ -55,6 +55,9 @@ backendfs_lock_holder() {
     fstype="$(stat -f -L -c %T -- "$file" 2>/dev/null)" || fstype=""
     case "$fstype" in overlay*) any_dev=1 ;; esac
     # "1: POSIX  ADVISORY  WRITE 1234 fe:00:2146376 0 EOF"; waiters read "1: -> POSIX ...".
+    # Read at once (cat's one large read): bash reads a file in small pieces, and the kernel
+    # lists /proc/locks by position, so locks released meanwhile (SQLite's, busy elsewhere)
+    # shift the rest and a holder could be skipped.
     while read -r _n f2 _f3 _f4 pid id _rest; do
       [ "$f2" = "->" ] && continue
       lock_ino="${id##*:}"
@@ -66,7 +69,7 @@ backendfs_lock_holder() {
       fi
       backendfs_describe_pid "$pid"
       return 0
-    done </proc/locks
+    done <<<"$(cat /proc/locks)"
     return 1
   fi
   if command -v fuser >/dev/null 2>&1; then
