@@ -54,11 +54,7 @@ export async function writeFileAtomic(
   try {
     try {
       await writeAll(fd, bytes, size);
-      if (existing) {
-        // The owner first: chown clears the set-id bits that the chmod then restores.
-        if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
-        fs.fchmodSync(fd, existing.mode & 0o7777);
-      }
+      if (existing) keepOwnerAndMode(fd, existing);
       if (durable) await datasync(fd);
     } finally {
       fs.closeSync(fd);
@@ -68,6 +64,12 @@ export async function writeFileAtomic(
     fs.rmSync(temp, { force: true });
     throw error;
   }
+}
+
+/** A replacement file takes the old one's owner and mode (the owner first: chown clears the set-id bits that the chmod then restores). */
+export function keepOwnerAndMode(fd: number, existing: fs.Stats): void {
+  if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
+  fs.fchmodSync(fd, existing.mode & 0o7777);
 }
 
 async function writeAll(fd: number, bytes: Uint8Array | string, size: number): Promise<void> {

@@ -16,7 +16,7 @@
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
 import type { FileStat, HostFile } from "../protocol/index.js";
-import { openTempFile } from "./atomic-write.js";
+import { keepOwnerAndMode, openTempFile } from "./atomic-write.js";
 import { describeFsError, fsFailure } from "./fs-errors.js";
 
 export interface HostFileContext {
@@ -52,11 +52,7 @@ export class DiskHostFile implements HostFile {
     if (replace && !(existing && existing.nlink > 1)) {
       const { temp, fd } = openTempFile(path.dirname(target), "wx+");
       try {
-        if (existing) {
-          // The owner first: chown clears the set-id bits that the chmod then restores.
-          if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
-          fs.fchmodSync(fd, existing.mode & 0o7777);
-        }
+        if (existing) keepOwnerAndMode(fd, existing);
       } catch (error) {
         fs.closeSync(fd);
         fs.rmSync(temp, { force: true });
