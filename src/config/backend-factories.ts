@@ -71,11 +71,12 @@ export async function prepareRootDir(spec: Extract<BackendSpec, { type: "filesys
 export const backendFactories: Registry = {
   state: async (spec, ctx) => {
     const { ThreadStateBackend } = await import("../stores/thread-state.js");
-    const { saver, reader, durable, history } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir), spec.storage);
+    const { saver, reader, durable, commitLock, history } = await ctx.connections.checkpointer(parseConnection(spec.checkpointer, ctx.baseDir), spec.storage);
     return new ThreadStateBackend({
       checkpointer: saver,
       reader,
       durable,
+      commitLock,
       threadId: spec.thread,
       checkpointNs: spec.checkpointNs,
       fileFormat: spec.fileFormat,

@@ -14,6 +14,7 @@ import { sqliteFilesManifest, type StateStorage } from "../stores/checkpointers.
 import { PostgresHistory, SqliteHistory, type CheckpointHistory } from "../stores/history-pruner.js";
 import type { CheckpointReader } from "../stores/thread-checkpoints.js";
 import type { NodeTable } from "../stores/node-table.js";
+import { PostgresCommitLock, SqliteCommitLock, type CommitLock } from "../stores/commit-lock.js";
 
 export type Connection = { kind: "sqlite"; file: string } | { kind: "postgres"; url: string };
 
@@ -52,6 +53,8 @@ export interface CheckpointerHandle {
   reader?: CheckpointReader;
   /** Makes every committed checkpoint durable against power loss (SQLite: an fsync of the WAL). */
   durable?: () => Promise<void>;
+  /** Serializes commits with other processes on the same database (commit-lock.ts). */
+  commitLock: CommitLock;
   /** Prunes superseded commits and sweeps unnamed content (history-pruner.ts). */
   history: CheckpointHistory;
 }
@@ -80,14 +83,18 @@ export class Connections {
           saver.catch(() => (saver = undefined));
           return saver;
         };
-        handle = { reader, saver: load, durable: () => fsyncWal(c.file), history: new SqliteHistory(db) };
+        const commitLock = new SqliteCommitLock(c.file);
+        this.closers.push(() => commitLock.close());
+        handle = { reader, saver: load, durable: () => fsyncWal(c.file), commitLock, history: new SqliteHistory(db) };
       } else {
         // PostgreSQL drivers load only when a config names a postgres:// URL.
         const { postgresCheckpointer } = await import("../stores/checkpointers.js");
         const pool = await this.pool(c.url);
         const postgres = await postgresCheckpointer(pool, { storage });
         const { PostgresCheckpointReader } = await import("../stores/postgres-checkpoint-reader.js");
-        handle = { saver: () => Promise.resolve(postgres), reader: new PostgresCheckpointReader(pool), history: new PostgresHistory(pool) };
+        const commitLock = new PostgresCommitLock(pool, "backendfs commit");
+        this.closers.push(() => commitLock.close());
+        handle = { saver: () => Promise.resolve(postgres), reader: new PostgresCheckpointReader(pool), commitLock, history: new PostgresHistory(pool) };
       }
     } catch (error) {
       throw wrapError(c, error);

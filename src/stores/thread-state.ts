@@ -72,6 +72,7 @@ import { mergePending, versionOf, type FileConflict } from "./conflict-merge.js"
 import { ThreadCheckpoints, filesOf, parentIdOf, type CheckpointReader, type CheckpointerSource } from "./thread-checkpoints.js";
 import { UnconfirmedWrites } from "./unconfirmed-writes.js";
 import { LayeredFiles } from "./layered-files.js";
+import type { CommitLock } from "./commit-lock.js";
 import type { CheckpointHistory, HistoryPolicy } from "./history-pruner.js";
 
 /** The default of `maxFileSizeMb`. */
@@ -127,6 +128,8 @@ export interface ThreadStateOptions {
    * `sync()` (the mount's fsync) calls it.
    */
   durable?: () => Promise<void>;
+  /** Serializes commits with other processes writing to the same database (commit-lock.ts). */
+  commitLock?: CommitLock;
   /**
    * What the thread keeps of this backend's commits (history-pruner.ts), applied in the
    * background some time after commits and at start; none: every commit is kept.
@@ -154,6 +157,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private readonly confirmPollMs: number;
   private readonly onConflict?: (conflicts: FileConflict[]) => void;
   private readonly durable?: () => Promise<void>;
+  private readonly commitLock?: CommitLock;
 
   /** Accepted, not yet committed. */
   private pending: FilesUpdate = {};
@@ -208,6 +212,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.pollDelay = this.confirmPollMs;
     this.onConflict = options.onConflict;
     this.durable = options.durable;
+    this.commitLock = options.commitLock;
     this.historyPolicy = options.history;
     // What earlier sessions left to prune goes soon after start.
     if (this.historyPolicy && this.historyPolicy.policy.keep !== "all") this.schedulePrune(PRUNE_AT_START_MS);
@@ -633,9 +638,13 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     }
   }
 
-  /** Commits of one thread are serialized within the process; across processes, see UnconfirmedWrites. */
+  /**
+   * Commits of one thread are serialized within the process, and with the commit lock across
+   * backendfs processes; against other writers, see UnconfirmedWrites.
+   */
   private withLock<T>(task: () => Promise<T>): Promise<T> {
-    return withThreadLock(`${this.threadId}\0${this.checkpointNs}`, task);
+    const lock = this.commitLock;
+    return withThreadLock(`${this.threadId}\0${this.checkpointNs}`, lock ? () => lock.hold(task) : task);
   }
 
   private async commit(batch: FilesUpdate, baseVersions: ReadonlyMap<string, string>): Promise<FileConflict[]> {
