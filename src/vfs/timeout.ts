@@ -35,6 +35,20 @@ function isPromiseLike<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === "function";
 }
 
+/**
+ * Calls `expire` once `timeoutMs` have passed (to within SWEEP_MS), unless the returned
+ * cancel is called first. The raw transport bounds each request with it too.
+ */
+export function deadline(timeoutMs: number, expire: () => void): () => void {
+  const entry: Pending = { deadline: Date.now() + timeoutMs, expire };
+  pending.add(entry);
+  if (!sweeper) {
+    sweeper = setInterval(sweep, Math.min(SWEEP_MS, Math.max(1, timeoutMs)));
+    sweeper.unref();
+  }
+  return () => pending.delete(entry);
+}
+
 export function withTimeout<T>(label: string, timeoutMs: number, run: () => T | Promise<T>): Promise<T> {
   let result: T | Promise<T>;
   try {
@@ -46,25 +60,17 @@ export function withTimeout<T>(label: string, timeoutMs: number, run: () => T | 
   const running = result;
   return new Promise<T>((resolve, reject) => {
     let settled = false;
-    const entry: Pending = {
-      deadline: Date.now() + timeoutMs,
-      expire: () => {
-        settled = true;
-        reject(new FsError("EIO", `backend ${label} timed out after ${timeoutMs} ms`));
-      },
-    };
-    pending.add(entry);
-    if (!sweeper) {
-      sweeper = setInterval(sweep, Math.min(SWEEP_MS, Math.max(1, timeoutMs)));
-      sweeper.unref();
-    }
+    const cancel = deadline(timeoutMs, () => {
+      settled = true;
+      reject(new FsError("EIO", `backend ${label} timed out after ${timeoutMs} ms`));
+    });
     running.then(
       (value) => {
-        pending.delete(entry);
+        cancel();
         if (!settled) resolve(value);
       },
       (err: unknown) => {
-        pending.delete(entry);
+        cancel();
         if (!settled) reject(toFsError(err, `backend ${label}`));
       },
     );

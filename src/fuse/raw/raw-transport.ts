@@ -14,6 +14,7 @@ import type { ChildProcess } from "node:child_process";
 import { close, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
+import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
 import { BufferPool } from "./buffer-pool.js";
@@ -90,11 +91,12 @@ export class RawTransport implements Transport {
       if (replied) return;
       replied = true;
       reader.inFlight[0]!--;
-      clearTimeout(timer);
+      cancel();
       this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
     };
     // The transport's own ceiling: a request never stays unanswered (the vfs times out sooner).
-    const timer = setTimeout(() => reply(-errnoOf(new FsError("ETIMEDOUT", "request timed out")), []), handler.requestTimeoutMs);
+    // The vfs's sweep serves it: a timer per request cost a setTimeout and a clearTimeout each.
+    const cancel = deadline(handler.requestTimeoutMs, () => reply(-errnoOf(new FsError("ETIMEDOUT", "request timed out")), []));
     answer.then(
       (payload) => {
         reply(0, payload);
