@@ -4,9 +4,17 @@
  * the cache empties (the delete of its last entry, clear()): about 1 ms at 200,000 slots,
  * paid on every unlink of the mount. Counting each entry as size 1 under `maxSize` keeps
  * the arrays as large as the cache has actually been.
+ *
+ * `weight`: how many entries one value counts as (a directory listing: its names), so that
+ * a cache of many large values stays within the same bound as one of many small ones.
  */
 import { LRUCache } from "lru-cache";
 
-export function boundedLru<K extends {}, V extends {}>(entries: number, options: { ttl?: number } = {}): LRUCache<K, V> {
-  return new LRUCache<K, V>({ maxSize: entries, sizeCalculation: () => 1, ...options });
+export function boundedLru<K extends {}, V extends {}>(entries: number, options: { ttl?: number; weight?: (value: V) => number } = {}): LRUCache<K, V> {
+  const { weight, ttl } = options;
+  return new LRUCache<K, V>({
+    maxSize: entries,
+    sizeCalculation: weight ? (value) => Math.max(1, Math.min(entries, weight(value))) : () => 1,
+    ...(ttl === undefined ? {} : { ttl }),
+  });
 }

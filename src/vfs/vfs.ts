@@ -128,6 +128,11 @@ const HOST_READ_MIN_BYTES = 128 * 1024;
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
 
+/** Attributes remembered at most (each about 0.5 KiB with its path). */
+const ATTR_ENTRIES = 200_000;
+/** Names in the remembered directory listings at most, all listings together. */
+const LISTED_ENTRIES = 200_000;
+
 const DEFAULTS = {
   attrTimeoutMs: 1000,
   cacheSizeBytes: 256 * 1024 * 1024,
@@ -195,8 +200,10 @@ export class Vfs {
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
-    this.attrs = boundedLru<string, Attr>(200_000, { ttl });
-    this.listings = boundedLru<string, Listing>(20_000, { ttl });
+    // Bounded in entries, however large the directories: the daemon's memory beyond the page
+    // cache stays a constant (SEMANTICS.md "Memory").
+    this.attrs = boundedLru<string, Attr>(ATTR_ENTRIES, { ttl });
+    this.listings = boundedLru<string, Listing>(LISTED_ENTRIES, { ttl, weight: (listing) => listing.size });
     this.lookedUpMissing = boundedLru<string, true>(10_000, { ttl });
     const routes = (this.backend as { routePrefixes?: unknown }).routePrefixes;
     if (Array.isArray(routes)) {

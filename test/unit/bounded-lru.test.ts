@@ -22,6 +22,19 @@ describe("boundedLru", () => {
     expect(lru.get("x")).toBe(1);
   });
 
+  it("with a weight, counts each value as that many entries (directory listings by their names)", () => {
+    const lru = boundedLru<string, string[]>(10, { weight: (names) => names.length });
+    lru.set("/big", Array.from({ length: 6 }, (_, i) => `n${i}`));
+    lru.set("/small", ["a", "b"]);
+    expect(lru.calculatedSize).toBe(8);
+    // 8 + 4 > 10: the least recently used listing goes.
+    lru.set("/other", ["a", "b", "c", "d"]);
+    expect([...lru.keys()].sort()).toEqual(["/other", "/small"]);
+    // A value heavier than the whole bound is still cached alone (weight capped at the bound).
+    lru.set("/huge", Array.from({ length: 50 }, (_, i) => `h${i}`));
+    expect([...lru.keys()]).toEqual(["/huge"]);
+  });
+
   it("expires entries after the TTL", async () => {
     const lru = boundedLru<string, number>(10, { ttl: 5 });
     lru.set("a", 1);
