@@ -46,11 +46,26 @@ export interface Fault {
   path?: RegExp;
 }
 
+/** Which requests a test control applies to: by method and by path (without query). */
+export type RequestMatch = Pick<Fault, "method" | "path">;
+
+/** The next matching request, held in the emulator until the test releases it. */
+export interface HeldRequest {
+  /** Resolves once the request has arrived and waits. */
+  arrived: Promise<void>;
+  /** Lets it go on: served, or failing with a fault injected meanwhile. */
+  release(): void;
+}
+
 export interface LoggedRequest {
   method: string;
   path: string;
   status: number;
   body?: unknown;
+}
+
+function matches(match: RequestMatch, method: string, path: string): boolean {
+  return (!match.method || match.method === method) && (!match.path || match.path.test(path));
 }
 
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
@@ -112,6 +127,7 @@ export class HubEmulator {
   private readonly apiKeys: Record<string, ApiKeyGrant>;
   private readonly maxBodyBytes: number;
   private faults: Array<Fault & { remaining: number }> = [];
+  private holds: Array<{ match: RequestMatch; arrive: () => void; released: Promise<void> }> = [];
   private url_ = "";
 
   constructor(private readonly options: HubEmulatorOptions = {}) {
@@ -155,6 +171,16 @@ export class HubEmulator {
     this.faults.push({ ...fault, remaining: fault.count ?? 1 });
   }
 
+  /** Admin hook: the next matching request waits until released (to order it against other events). */
+  hold(match: RequestMatch): HeldRequest {
+    let arrive = (): void => {};
+    let release = (): void => {};
+    const arrived = new Promise<void>((resolve) => (arrive = resolve));
+    const released = new Promise<void>((resolve) => (release = resolve));
+    this.holds.push({ match, arrive, released });
+    return { arrived, release };
+  }
+
   clearFaults(): void {
     this.faults = [];
   }
@@ -169,9 +195,7 @@ export class HubEmulator {
   }
 
   private takeFault(method: string, path: string): (Fault & { remaining: number }) | undefined {
-    const fault = this.faults.find(
-      (f) => f.remaining > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(path)),
-    );
+    const fault = this.faults.find((f) => f.remaining > 0 && matches(f, method, path));
     if (fault) {
       fault.remaining--;
       this.faults = this.faults.filter((f) => f.remaining > 0);
@@ -221,6 +245,12 @@ export class HubEmulator {
       res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain" : "application/json" }).end(text);
     };
     try {
+      const held = this.holds.find((h) => matches(h.match, method, url.pathname));
+      if (held) {
+        this.holds = this.holds.filter((h) => h !== held);
+        held.arrive();
+        await held.released;
+      }
       const fault = this.takeFault(method, url.pathname);
       if (fault) {
         req.resume();
