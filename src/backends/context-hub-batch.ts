@@ -26,10 +26,12 @@ export interface Batch {
   seq: number;
   /** The batch came from the journal: remove the journal once it is committed. */
   fromJournal: boolean;
+  /** Directories the batch deletes ("" is the root): a rebase deletes what was added under them meanwhile. */
+  deletedDirs: Set<string>;
 }
 
 export function newBatch(): Batch {
-  return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false };
+  return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false, deletedDirs: new Set() };
 }
 
 /**
@@ -56,6 +58,7 @@ export function unionBatches(older: Batch, newer: Batch): Batch {
     base: new Map(older.base),
     seq: Math.max(older.seq, newer.seq),
     fromJournal: older.fromJournal || newer.fromJournal,
+    deletedDirs: new Set([...older.deletedDirs, ...newer.deletedDirs]),
   };
   for (const [p, content] of newer.changes) {
     union.changes.set(p, content);
@@ -80,6 +83,7 @@ export function conflictCopyPath(path: string, ours: string): string {
  * Paths whose Hub content still equals their base keep our change untouched.
  */
 export function rebaseBatch(batch: Batch, tree: Files): Conflict[] {
+  deleteAddedUnderDeletedDirs(batch, tree);
   const conflicts: Conflict[] = [];
   for (const [path, ours] of [...batch.changes]) {
     const base = batch.base.get(path) ?? null;
@@ -107,6 +111,22 @@ export function rebaseBatch(batch: Batch, tree: Files): Conflict[] {
     // theirs === null: they deleted what we changed; our version is written back.
   }
   return conflicts;
+}
+
+/**
+ * A directory delete replayed on a newer tree deletes what another writer added under the
+ * directory meanwhile (as deepagents re-selects the descendants). A path the batch already
+ * knows (it changed it, or a rebase let their change win over our delete) is left as it is.
+ */
+function deleteAddedUnderDeletedDirs(batch: Batch, tree: Files): void {
+  for (const dir of batch.deletedDirs) {
+    const prefix = dir === "" ? "" : `${dir}/`;
+    for (const [path, content] of Object.entries(tree)) {
+      if (!path.startsWith(prefix) || batch.changes.has(path) || batch.base.has(path)) continue;
+      batch.base.set(path, content);
+      batch.changes.set(path, null);
+    }
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ interface JournalFile {
   identifier: string;
   changes: Array<[string, string | null]>;
   base: Array<[string, string | null]>;
+  deletedDirs?: string[];
 }
 
 export function journalPath(dir: string, identifier: string): string {
@@ -20,7 +21,7 @@ export function journalPath(dir: string, identifier: string): string {
 }
 
 export async function writeJournal(file: string, identifier: string, batch: Batch): Promise<void> {
-  const body: JournalFile = { identifier, changes: [...batch.changes], base: [...batch.base] };
+  const body: JournalFile = { identifier, changes: [...batch.changes], base: [...batch.base], deletedDirs: [...batch.deletedDirs] };
   await fs.mkdir(path.dirname(file), { recursive: true });
   const tmp = `${file}.${randomUUID()}.tmp`;
   await fs.writeFile(tmp, JSON.stringify(body));
@@ -42,7 +43,7 @@ export async function readJournal(file: string): Promise<Batch | undefined> {
     return undefined;
   }
   const body = JSON.parse(text) as JournalFile;
-  return { changes: new Map(body.changes), base: new Map(body.base), seq: 0, fromJournal: true };
+  return { changes: new Map(body.changes), base: new Map(body.base), seq: 0, fromJournal: true, deletedDirs: new Set(body.deletedDirs) };
 }
 
 export async function removeJournal(file: string): Promise<void> {

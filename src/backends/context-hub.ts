@@ -280,8 +280,11 @@ export class ContextHubBackend implements BackendProtocolV2 {
 
   // ---- accepting mutations -------------------------------------------------------------
 
-  /** Adds changes to the pending batch; resolves when accepted (writeBack) or committed. */
-  private async submit(changes: Array<[string, string | null]>): Promise<Conflict[]> {
+  /**
+   * Adds changes to the pending batch; resolves when accepted (writeBack) or committed.
+   * `deletedDir`: the changes delete that directory (a rebase deletes what is added under it).
+   */
+  private async submit(changes: Array<[string, string | null]>, deletedDir?: string): Promise<Conflict[]> {
     if (this.pending === null) {
       this.pending = newBatch();
       this.pendingReady = false;
@@ -299,6 +302,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
       }
       batch.changes.set(key, content);
     }
+    if (deletedDir !== undefined) batch.deletedDirs.add(deletedDir);
     batch.seq = ++this.acceptSeq;
     if (this.writeBack) {
       // Acknowledged only once it is in the journal: a kill -9 before the commit loses nothing.
@@ -902,7 +906,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
       const prefix = k.key === "" ? "" : `${k.key}/`;
       const doomed = Object.keys(this.visibleFiles()).filter((key) => key === k.key || key.startsWith(prefix));
       if (doomed.length === 0) return failure("file_not_found", `Error: File '${filePath}' not found`);
-      await this.submit(doomed.map((key) => [key, null]));
+      const isDir = doomed.some((key) => key !== k.key);
+      await this.submit(doomed.map((key) => [key, null]), isDir ? k.key : undefined);
       return { path: filePath };
     });
   }

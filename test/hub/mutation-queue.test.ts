@@ -183,6 +183,20 @@ describe("the mutation queue (deepagents 1.14.1 parity)", () => {
     expect(pushes(emu)[1]).toMatchObject({ status: 200, parent: remoteHead, files: { "next.md": file("next") } });
   });
 
+  it("a directory delete replayed after a 409 also deletes what another writer added under it meanwhile", async () => {
+    const { emu, backend } = await setup({ "work/a.md": "a", "unrelated.md": "keep" });
+    const held = emu.hold(PUSH);
+    const deletion = backend.delete("/work");
+    await held.arrived;
+    await otherWriter(emu, { "work/new.md": "new", "work/deep/er.md": "deeper" });
+    held.release();
+    expect(await deletion).toEqual({ path: "/work" });
+    expect(pushes(emu).map((p) => p.status)).toEqual([409, 200]);
+    expect(pushes(emu)[1].files).toEqual({ "work/a.md": null, "work/new.md": null, "work/deep/er.md": null });
+    expect(hubFiles(emu)).toEqual({ "unrelated.md": "keep" });
+    expect(await backend.ls("/")).toEqual({ files: [{ path: "/unrelated.md", is_dir: false }] });
+  });
+
   it("pushes the last value enqueued for a path within a batch", async () => {
     const { emu, backend } = await setup({ "a.md": "a" });
     const results = await Promise.all([backend.write("/same.md", "first"), backend.write("/same.md", "second")]);
