@@ -28,10 +28,12 @@ export interface Batch {
   fromJournal: boolean;
   /** Directories the batch deletes ("" is the root): a rebase deletes what was added under them meanwhile. */
   deletedDirs: Set<string>;
+  /** Conflicts its rebases found so far, reported when it is committed. */
+  conflicts: Conflict[];
 }
 
 export function newBatch(): Batch {
-  return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false, deletedDirs: new Set() };
+  return { changes: new Map(), base: new Map(), seq: 0, fromJournal: false, deletedDirs: new Set(), conflicts: [] };
 }
 
 /**
@@ -59,6 +61,7 @@ export function unionBatches(older: Batch, newer: Batch): Batch {
     seq: Math.max(older.seq, newer.seq),
     fromJournal: older.fromJournal || newer.fromJournal,
     deletedDirs: new Set([...older.deletedDirs, ...newer.deletedDirs]),
+    conflicts: [...older.conflicts, ...newer.conflicts],
   };
   for (const [p, content] of newer.changes) {
     union.changes.set(p, content);

@@ -43,7 +43,7 @@ export async function readJournal(file: string): Promise<Batch | undefined> {
     return undefined;
   }
   const body = JSON.parse(text) as JournalFile;
-  return { changes: new Map(body.changes), base: new Map(body.base), seq: 0, fromJournal: true, deletedDirs: new Set(body.deletedDirs) };
+  return { changes: new Map(body.changes), base: new Map(body.base), seq: 0, fromJournal: true, deletedDirs: new Set(body.deletedDirs), conflicts: [] };
 }
 
 export async function removeJournal(file: string): Promise<void> {

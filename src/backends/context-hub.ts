@@ -448,13 +448,22 @@ export class ContextHubBackend implements BackendProtocolV2 {
     for (const w of failed) w.reject(error);
   }
 
+  /**
+   * Rebases the pending batch onto what will be below it (the tree, with the batch in flight
+   * over it) once a pull moved the tree: reads show what its commit will hold.
+   */
+  private rebasePending(below: Files): void {
+    if (this.pending !== null) this.pending.conflicts.push(...rebaseBatch(this.pending, below));
+  }
+
   /** One commit for the batch: rebased on the Hub's tree, re-pulled on 409 (bounded). */
   private async commitBatch(batch: Batch): Promise<Conflict[]> {
-    const conflicts: Conflict[] = [];
+    const conflicts = batch.conflicts;
     for (let attempt = 0; ; attempt++) {
       const durable = this.durable ?? (await this.load());
       conflicts.push(...rebaseBatch(batch, durable.files));
       dropNoOps(batch, durable.files, durable.linked);
+      this.rebasePending(applyChanges(durable.files, batch.changes));
       if (batch.changes.size === 0) return conflicts;
       const files: Record<string, { type: "file"; content: string } | null> = {};
       for (const [key, content] of batch.changes) files[key] = content === null ? null : { type: "file", content };
@@ -475,6 +484,7 @@ export class ContextHubBackend implements BackendProtocolV2 {
         const snapshot = await this.fetchTree();
         if (snapshot.commitHash === null) throw new Error("Context Hub commit succeeded but its hash could not be resolved");
         this.adopt(snapshot);
+        this.rebasePending(snapshot.files);
         return conflicts;
       }
       const next: Snapshot = { ...durable, files: applyChanges(durable.files, batch.changes), commitHash: commit };
@@ -700,8 +710,10 @@ export class ContextHubBackend implements BackendProtocolV2 {
     }
     // Adopt only if none of our commits landed meanwhile: the pulled tree could predate it.
     const idle = this.inFlight === null && this.pushing === null && this.durable?.commitHash === ours;
-    if (idle) this.adopt(fresh);
-    else this.remember(fresh.commitHash, fresh.files);
+    if (idle) {
+      this.adopt(fresh);
+      this.rebasePending(fresh.files);
+    } else this.remember(fresh.commitHash, fresh.files);
     const head = fresh.commitHash ?? "";
     if (token === null) return { token: head, changed: "all" };
     if (sameCommit(token, fresh.commitHash)) return { token, changed: [] };

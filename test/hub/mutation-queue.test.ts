@@ -154,7 +154,13 @@ describe("the mutation queue (deepagents 1.14.1 parity)", () => {
       "queued.md": "before\nremote replacement\nafter\n",
       "remote.md": "unrelated",
     });
+    const retry = emu.hold(PUSH);
     held.release();
+    await retry.arrived;
+    // While the replay is pushed, the queued edit is already rebased on the new head.
+    expect((await backend.read("/queued.md")).content).toBe("before\nremote replacement\nafter\n");
+    expect((await backend.glob("queued.conflict-*.md")).files).toHaveLength(1);
+    retry.release();
     expect(await edit).toEqual({ path: "/shared.md", filesUpdate: null, occurrences: 1 });
     const queuedResult = await queued;
     expect(queuedResult.error).toMatch(/^Conflict: '\/queued\.md' was changed concurrently in the Hub and the changes overlap; the Hub's version stays at '\/queued\.md' and this version is kept at '\/queued\.conflict-[0-9a-f]{8}\.md'$/);
@@ -172,6 +178,29 @@ describe("the mutation queue (deepagents 1.14.1 parity)", () => {
     });
     expect((await backend.read("/queued.md")).content).toBe("before\nremote replacement\nafter\n");
     expect((await backend.read("/shared.md")).content).toBe("remote insertion\nbefore\nreplacement\nafter\n");
+  });
+
+  it("after a push without a commit hash, re-materializes a pending edit on the reloaded content", async () => {
+    const text = "before\ntarget\nafter\n";
+    const { emu, backend } = await setup({ "shared.md": text }, { hashlessUrls: true });
+    const heldPush = emu.hold(PUSH);
+    const durable = backend.write("/durable.md", "durable");
+    await heldPush.arrived;
+    const heldReload = emu.hold(PULL);
+    heldPush.release();
+    await heldReload.arrived;
+    // Our commit landed; another writer commits before our reload reads the head.
+    const remoteHead = await otherWriter(emu, { "shared.md": `remote insertion\n${text}` });
+    const pendingEdit = backend.edit("/shared.md", "target", "replacement");
+    await sleep(1);
+    expect((await backend.read("/shared.md")).content).toBe("before\nreplacement\nafter\n");
+    heldReload.release();
+    expect(await durable).toEqual({ path: "/durable.md", filesUpdate: null });
+    // The reload is the durable state now, and the pending edit is applied on it.
+    expect((await backend.read("/shared.md")).content).toBe("remote insertion\nbefore\nreplacement\nafter\n");
+    expect(await pendingEdit).toEqual({ path: "/shared.md", filesUpdate: null, occurrences: 1 });
+    expect(pushes(emu)[1]).toMatchObject({ status: 200, parent: remoteHead, files: { "shared.md": file("remote insertion\nbefore\nreplacement\nafter\n") } });
+    expect(hubFiles(emu)).toEqual({ "shared.md": "remote insertion\nbefore\nreplacement\nafter\n", "durable.md": "durable" });
   });
 
   it("rejects a push without a commit hash whose reload finds no commit; the next mutation recovers", async () => {
