@@ -326,11 +326,15 @@ export class ContextHubBackend implements BackendProtocolV2 {
     }, wait);
   }
 
-  /** Runs `accept` on the loaded view; Hub errors become values, others are thrown (deepagents). */
+  /**
+   * Runs `accept` on the loaded view; Hub errors become values, others are thrown (deepagents).
+   * The view is checked in the same turn as `accept` runs: a push that failed in the
+   * microtasks after the load resolved dropped it, and it is pulled again.
+   */
   private async mutate<T extends { error?: string }>(accept: () => Promise<T>): Promise<T | { error: string }> {
     if (this.closed) return failure("unavailable", CLOSED);
     try {
-      await this.load();
+      while (this.durable === null) await this.load();
       return await accept();
     } catch (error) {
       if (isHubError(error)) return hubFailure(error);
@@ -963,7 +967,8 @@ export class ContextHubBackend implements BackendProtocolV2 {
     if (accepted.length === 0) return responses;
     if (this.closed) return responses.map((r) => ({ path: r.path, error: "invalid_path" }));
     try {
-      await this.load();
+      // As in mutate: the view is checked in the turn that uses it.
+      while (this.durable === null) await this.load();
       // From here to submit nothing awaits: the content merged against is what gets replaced.
       const changes: Array<[string, string]> = [];
       const conflicts: Conflict[] = [];

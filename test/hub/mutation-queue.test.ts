@@ -5,7 +5,8 @@
  * the other events, and fails one (`injectFault`).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { ContextHubBackend } from "../../src/backends/context-hub.js";
+import { ContextHubBackend, type ContextHubClient } from "../../src/backends/context-hub.js";
+import type { EditResult } from "../../src/protocol/index.js";
 import type { HubEmulator } from "../../src/hub-emulator/index.js";
 import { emulatorPool, hubClient, hubFiles, quiet, seed } from "./helpers.js";
 
@@ -138,6 +139,39 @@ describe("the mutation queue (deepagents 1.14.1 parity)", () => {
     held.release();
     expect(await edit).toEqual({ path: "/base.md", filesUpdate: null, occurrences: 1 });
     expect(pushes(emu).at(-1)).toMatchObject({ status: 200, parent: remoteHead, files: { "base.md": file("base REMOTE") } });
+  });
+
+  it("never accepts a mutation on a view a failed push dropped: one started as the push fails goes with that push, the next re-pulls", async () => {
+    const { emu } = await setup({ "base.md": "base" });
+    const real = hubClient(emu, { retries: false });
+    let follower: Promise<EditResult> | undefined;
+    // The real client, plus a caller that starts an edit in the microtasks in which the failed
+    // push drops the view (after the caller's view was loaded).
+    const client: ContextHubClient = {
+      pullAgent: (...args) => real.pullAgent(...args),
+      pushAgent: async (...args) => {
+        try {
+          return await real.pushAgent(...args);
+        } catch (error) {
+          queueMicrotask(() => queueMicrotask(() => (follower = backend.edit("/base.md", "base", "BASE"))));
+          throw error;
+        }
+      },
+    };
+    const backend = new ContextHubBackend("repo", { client, log: quiet });
+    await backend.ls("/");
+    // Another writer moves the head; our push fails before the Hub would answer 409.
+    const remoteHead = await otherWriter(emu, { "base.md": "base remote" });
+    emu.injectFault({ status: 500, ...PUSH });
+    expect((await backend.write("/first.md", "first")).error).toMatch(/^Hub unavailable/);
+    // Accepted on the view it saw before the failure, it fails with the batch; accepted after
+    // it, on the re-pulled tree (these microtasks put it before). Never "not found".
+    const followed = await follower;
+    if (followed?.error !== undefined) expect(followed.error).toMatch(/^Hub unavailable: .*500/);
+    else expect(followed).toEqual({ path: "/base.md", filesUpdate: null, occurrences: 1 });
+    expect(await backend.edit("/base.md", "remote", "REMOTE")).toEqual({ path: "/base.md", filesUpdate: null, occurrences: 1 });
+    expect(pushes(emu).find((p) => p.status === 200)?.parent).toBe(remoteHead);
+    expect(hubFiles(emu)["base.md"]).toMatch(/^(base|BASE) REMOTE$/);
   });
 
   it("on a 409 replays the batch on the new head: an edit that still applies is merged, a queued edit that no longer applies fails alone", async () => {
