@@ -246,6 +246,25 @@ describe("the mutation queue (deepagents 1.14.1 parity)", () => {
     expect(pushes(emu)[1]).toMatchObject({ status: 200, parent: remoteHead, files: { "next.md": file("next") } });
   });
 
+  it("after four conflicting pushes fails the burst and the batch queued behind it; the next burst recovers", async () => {
+    const { emu, backend } = await setup({ "a.md": "a" });
+    const pulls = () => emu.requests.filter((r) => r.method === "GET" && PULL.path.test(r.path.split("?")[0])).length;
+    const pullsBefore = pulls();
+    const held = emu.hold(PUSH);
+    emu.injectFault({ status: 409, count: 4, ...PUSH });
+    const burst = [backend.write("/x.md", "x"), backend.write("/y.md", "y")];
+    await held.arrived;
+    const queued = backend.write("/z.md", "z");
+    await sleep(5);
+    held.release();
+    for (const result of await Promise.all([...burst, queued])) expect(result.error).toMatch(/^Hub unavailable: .*409/);
+    expect(pushes(emu).map((p) => p.status)).toEqual([409, 409, 409, 409]);
+    // Re-pulled after each of the first three; the fourth gives up.
+    expect(pulls() - pullsBefore).toBe(3);
+    expect(await backend.write("/next.md", "next")).toEqual({ path: "/next.md", filesUpdate: null });
+    expect(hubFiles(emu)).toEqual({ "a.md": "a", "next.md": "next" });
+  });
+
   it("a directory delete replayed after a 409 also deletes what another writer added under it meanwhile", async () => {
     const { emu, backend } = await setup({ "work/a.md": "a", "unrelated.md": "keep" });
     const held = emu.hold(PUSH);
