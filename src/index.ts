@@ -92,6 +92,14 @@ export type {
 export { LocalShellBackend } from "./backends/local-shell.js";
 export type { LocalShellBackendOptions } from "./backends/local-shell.js";
 export { BaseSandbox } from "./backends/sandbox.js";
+export { LangSmithSandbox } from "./backends/langsmith.js";
+export type {
+  LangSmithSandboxOptions,
+  LangSmithSandboxCreateOptions,
+  LangSmithCaptureSnapshotOptions,
+  LangSmithSnapshot,
+  LangSmithStartSandboxOptions,
+} from "./backends/langsmith.js";
 export { ContextHubBackend } from "./backends/context-hub.js";
 export type { ContextHubBackendOptions, ContextHubClient, HubFileInfo } from "./backends/context-hub.js";
 export { StoreBackend, STORE_SEARCH_PAGE_SIZE } from "./backends/store.js";

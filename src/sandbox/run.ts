@@ -27,8 +27,10 @@ export interface SandboxRunOptions {
   timeoutMs?: number;
   /** Between SIGTERM and SIGKILL after a timeout. */
   killGraceMs?: number;
-  /** "inherit": the caller's stdin/stdout/stderr; "capture": stdin /dev/null, output collected. */
+  /** "inherit": the caller's stdin/stdout/stderr; "capture": stdin /dev/null (or `input`), output collected. */
   stdio: "inherit" | "capture";
+  /** With "capture": the command's stdin, instead of /dev/null. */
+  input?: Uint8Array;
   /** With "capture": bytes of each stream kept (the rest is counted and dropped). */
   keepBytes?: number;
   /** With "inherit": copy output through here instead of the descriptors (for --max-output-bytes). */
@@ -69,8 +71,9 @@ export function runSandboxed(options: SandboxRunOptions): Promise<SandboxOutcome
   const argv = launcherArgv(bwrap, limits, FD_SECCOMP + 1);
   const bwrapOptions = bwrapArgs(layout).slice(0, -1); // without its closing "--"
   const capture = options.stdio === "capture" || options.onOutput !== undefined;
+  const feedInput = options.stdio === "capture" && options.input !== undefined;
   const stdio: StdioOptions = [
-    options.stdio === "capture" ? "ignore" : "inherit",
+    options.stdio === "capture" ? (feedInput ? "pipe" : "ignore") : "inherit",
     capture ? "pipe" : "inherit",
     capture ? "pipe" : "inherit",
     "pipe",
@@ -95,6 +98,11 @@ export function runSandboxed(options: SandboxRunOptions): Promise<SandboxOutcome
     for (const [fd, data] of inputs) {
       pipes[fd]!.on("error", () => undefined);
       pipes[fd]!.end(data);
+    }
+    if (feedInput) {
+      const input = options.input!;
+      child.stdin!.on("error", () => undefined); // EPIPE: a command that does not read all of it
+      child.stdin!.end(Buffer.from(input.buffer, input.byteOffset, input.byteLength));
     }
     const stdout = new CappedBytes(options.keepBytes ?? Infinity);
     const stderr = new CappedBytes(options.keepBytes ?? Infinity);
