@@ -38,43 +38,29 @@ export type {
   StartSandboxOptions as LangSmithStartSandboxOptions,
 } from "langsmith/experimental/sandbox";
 
-/** Options for constructing a LangSmithSandbox from an existing Sandbox instance. */
+/** Wrapping a sandbox the caller already has. */
 export interface LangSmithSandboxOptions {
-  /** An already-created LangSmith Sandbox instance to wrap. */
+  /** The `langsmith` client's Sandbox to run in. */
   sandbox: Sandbox;
-  /**
-   * Default command timeout in seconds.
-   * @default 1800 (30 minutes)
-   */
+  /** Seconds a command may run when `execute` names no timeout; default 1800. */
   defaultTimeout?: number;
 }
 
-/** Options for the `LangSmithSandbox.create()` static factory. */
+/** `LangSmithSandbox.create()`: the client's sandbox options, plus where to boot from. */
 export interface LangSmithSandboxCreateOptions extends Omit<CreateSandboxOptions, "name" | "timeout" | "waitForReady" | "snapshotName"> {
-  /** Snapshot ID to boot from. Mutually exclusive with `templateName`. */
+  /** The snapshot the new sandbox boots from (or give `templateName`, not both). */
   snapshotId?: string;
-  /**
-   * Name of the LangSmith sandbox template to use. Mutually exclusive with `snapshotId`.
-   * @deprecated Use `snapshotId` instead. Template-based creation will be removed in a future release.
-   */
+  /** @deprecated as in deepagents: a template (snapshot) by name; prefer `snapshotId`. */
   templateName?: string;
-  /** LangSmith API key. Defaults to the `LANGSMITH_API_KEY` environment variable. */
+  /** Default: LANGSMITH_API_KEY. */
   apiKey?: string;
-  /**
-   * Default command timeout in seconds.
-   * @default 1800 (30 minutes)
-   */
+  /** Seconds a command may run when `execute` names no timeout; default 1800. */
   defaultTimeout?: number;
 }
 
 const DEFAULT_TIMEOUT_SECONDS = 1800;
 
-/**
- * LangSmith Sandbox backend: command execution and file operations through the LangSmith
- * Sandbox API. Use `LangSmithSandbox.create()`, or wrap an existing `Sandbox`.
- *
- * @experimental This feature is experimental, and breaking changes are expected.
- */
+/** @experimental (as deepagents marks it). `create()` makes a sandbox; the constructor wraps one. */
 export class LangSmithSandbox extends BaseSandbox {
   #sandbox: Sandbox;
   #defaultTimeout: number;
@@ -86,22 +72,17 @@ export class LangSmithSandbox extends BaseSandbox {
     this.#defaultTimeout = options.defaultTimeout ?? DEFAULT_TIMEOUT_SECONDS;
   }
 
-  /** Whether the sandbox is currently active. */
+  /** False after close() or stop(), until start(). */
   get isRunning(): boolean {
     return this.#isRunning;
   }
 
-  /** Return the LangSmith sandbox name as the unique identifier. */
+  /** The sandbox's name on LangSmith. */
   get id(): string {
     return this.#sandbox.name;
   }
 
-  /**
-   * Execute a shell command in the LangSmith sandbox.
-   *
-   * @param command - Shell command string to execute
-   * @param options.timeout - Override timeout in seconds; 0 disables timeout
-   */
+  /** `options.timeout`: seconds instead of the default one (0: none). */
   async execute(command: string, options?: { timeout?: number }): Promise<ExecuteResponse> {
     const timeout = options?.timeout !== undefined ? options.timeout : this.#defaultTimeout;
     const result = await this.#sandbox.run(command, { timeout });
@@ -161,20 +142,7 @@ export class LangSmithSandbox extends BaseSandbox {
     return this.#sandbox.captureSnapshot(name, options);
   }
 
-  /**
-   * Create and return a new LangSmithSandbox in one step.
-   *
-   * @example
-   * ```typescript
-   * const sandbox = await LangSmithSandbox.create({ snapshotId: "abc-123" });
-   * try {
-   *   const agent = createDeepAgent({ model, backend: sandbox });
-   *   await agent.invoke({ messages: [...] });
-   * } finally {
-   *   await sandbox.close();
-   * }
-   * ```
-   */
+  /** A new sandbox from a snapshot (or a template name); close() deletes it. */
   static async create(options: LangSmithSandboxCreateOptions): Promise<LangSmithSandbox> {
     const { templateName, apiKey = process.env.LANGSMITH_API_KEY, defaultTimeout, snapshotId, ...createSandboxOptions } = options;
     if (snapshotId && templateName) {
