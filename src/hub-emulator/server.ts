@@ -5,8 +5,8 @@
  */
 import { randomUUID } from "node:crypto";
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import { HubError, HubStore, type ListedCommit, type RepoMeta, type RepoType } from "./store.js";
+import { closeServer, FaultQueue, listenLocally, matchesRequest, startAnswer, type LoggedRequest, type RequestMatch } from "../emulators/local-server.js";
 
 export interface Tenant {
   /** The `tenant_handle`: the owner name of the tenant's repos. */
@@ -46,8 +46,7 @@ export interface Fault {
   path?: RegExp;
 }
 
-/** Which requests a test control applies to: by method and by path (without query). */
-export type RequestMatch = Pick<Fault, "method" | "path">;
+export type { RequestMatch };
 
 /** The next matching request, held in the emulator until the test releases it. */
 export interface HeldRequest {
@@ -57,19 +56,9 @@ export interface HeldRequest {
   release(): void;
 }
 
-export interface LoggedRequest {
-  method: string;
-  path: string;
-  status: number;
-  body?: unknown;
-}
-
-function matches(match: RequestMatch, method: string, path: string): boolean {
-  return (!match.method || match.method === method) && (!match.path || match.path.test(path));
-}
+export type { LoggedRequest };
 
 const DEFAULT_MAX_BODY = 64 * 1024 * 1024;
-const MAX_LOG = 10_000;
 
 interface ResolvedTenant {
   handle: string;
@@ -126,7 +115,7 @@ export class HubEmulator {
   private readonly tenants: Map<string, ResolvedTenant>;
   private readonly apiKeys: Record<string, ApiKeyGrant>;
   private readonly maxBodyBytes: number;
-  private faults: Array<Fault & { remaining: number }> = [];
+  private readonly faults = new FaultQueue<Fault>();
   private holds: Array<{ match: RequestMatch; arrive: () => void; released: Promise<void> }> = [];
   private url_ = "";
 
@@ -151,24 +140,17 @@ export class HubEmulator {
   }
 
   async listen(): Promise<this> {
-    const host = this.options.host ?? "127.0.0.1";
-    await new Promise<void>((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(this.options.port ?? 0, host, () => resolve());
-    });
-    const { port } = this.server.address() as AddressInfo;
-    this.url_ = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    this.url_ = await listenLocally(this.server, this.options.host, this.options.port);
     return this;
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
   }
 
   /** Admin hook: the next matching requests fail with the given status. */
   injectFault(fault: Fault): void {
-    this.faults.push({ ...fault, remaining: fault.count ?? 1 });
+    this.faults.add(fault);
   }
 
   /** Admin hook: the next matching request waits until released (to order it against other events). */
@@ -182,7 +164,7 @@ export class HubEmulator {
   }
 
   clearFaults(): void {
-    this.faults = [];
+    this.faults.clear();
   }
 
   /** Commits so far in `owner/name` (owner defaults to the first tenant). */
@@ -192,15 +174,6 @@ export class HubEmulator {
 
   private defaultTenant(): ResolvedTenant {
     return this.tenants.values().next().value as ResolvedTenant;
-  }
-
-  private takeFault(method: string, path: string): (Fault & { remaining: number }) | undefined {
-    const fault = this.faults.find((f) => f.remaining > 0 && matches(f, method, path));
-    if (fault) {
-      fault.remaining--;
-      this.faults = this.faults.filter((f) => f.remaining > 0);
-    }
-    return fault;
   }
 
   private authenticate(req: http.IncomingMessage): Caller {
@@ -232,26 +205,15 @@ export class HubEmulator {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? "GET";
     const url = new URL(req.url ?? "/", "http://emulator");
-    const logged: LoggedRequest = { method, path: url.pathname + url.search, status: 0 };
-    if (this.requests.length >= MAX_LOG) this.requests.shift();
-    this.requests.push(logged);
-    const send = (status: number, body?: unknown): void => {
-      logged.status = status;
-      if (body === undefined) {
-        res.writeHead(status).end();
-        return;
-      }
-      const text = typeof body === "string" ? body : JSON.stringify(body);
-      res.writeHead(status, { "content-type": typeof body === "string" ? "text/plain" : "application/json" }).end(text);
-    };
+    const { logged, send } = startAnswer(this.requests, method, url, res);
     try {
-      const held = this.holds.find((h) => matches(h.match, method, url.pathname));
+      const held = this.holds.find((h) => matchesRequest(h.match, method, url.pathname));
       if (held) {
         this.holds = this.holds.filter((h) => h !== held);
         held.arrive();
         await held.released;
       }
-      const fault = this.takeFault(method, url.pathname);
+      const fault = this.faults.take(method, url.pathname);
       if (fault) {
         req.resume();
         send(fault.status, fault.body ?? `Injected fault ${fault.status}`);

@@ -33,10 +33,10 @@
  */
 import * as fs from "node:fs/promises";
 import * as http from "node:http";
-import type { AddressInfo } from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { BoxStore, SandboxApiError, type Box, type ExecuteRequest, type SeedSnapshot, type SnapshotRecord } from "./boxes.js";
+import { closeServer, FaultQueue, listenLocally, startAnswer, type LoggedRequest } from "../emulators/local-server.js";
 
 export interface SandboxEmulatorOptions {
   /** 0 (the default) picks a free port. */
@@ -69,16 +69,9 @@ export interface Fault {
   path?: RegExp;
 }
 
-export interface LoggedRequest {
-  method: string;
-  path: string;
-  status: number;
-  /** The JSON body of a control-plane POST or of /execute. */
-  body?: unknown;
-}
+export type { LoggedRequest };
 
 const MIB = 1024 * 1024;
-const MAX_LOG = 10_000;
 const API_PREFIX = "/v2/sandboxes";
 
 export class SandboxEmulator {
@@ -89,7 +82,7 @@ export class SandboxEmulator {
   private readonly ownsDataDir: boolean;
   private dataDir: string;
   private store: BoxStore | undefined;
-  private faults: Array<Fault & { remaining: number }> = [];
+  private readonly faults = new FaultQueue<Fault>();
   private url_ = "";
 
   constructor(private readonly options: SandboxEmulatorOptions = {}) {
@@ -118,29 +111,22 @@ export class SandboxEmulator {
     await fs.mkdir(this.dataDir, { recursive: true, mode: 0o700 });
     this.store = new BoxStore({ dataDir: this.dataDir, maxOutputBytes: this.options.maxOutputBytes ?? 64 * MIB, log: this.options.log ?? (() => undefined) });
     await this.store.seed(this.options.snapshots ?? [{ name: "default" }]);
-    const host = this.options.host ?? "127.0.0.1";
-    await new Promise<void>((resolve, reject) => {
-      this.server.once("error", reject);
-      this.server.listen(this.options.port ?? 0, host, () => resolve());
-    });
-    const { port } = this.server.address() as AddressInfo;
-    this.url_ = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    this.url_ = await listenLocally(this.server, this.options.host, this.options.port);
     return this;
   }
 
   async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await closeServer(this.server);
     if (this.ownsDataDir && this.dataDir) await fs.rm(this.dataDir, { recursive: true, force: true });
   }
 
   /** Admin hook: the next matching requests fail with the given status. */
   injectFault(fault: Fault): void {
-    this.faults.push({ ...fault, remaining: fault.count ?? 1 });
+    this.faults.add(fault);
   }
 
   clearFaults(): void {
-    this.faults = [];
+    this.faults.clear();
   }
 
   /** A snapshot by name (seeded or captured). */
@@ -161,15 +147,6 @@ export class SandboxEmulator {
   private boxStore(): BoxStore {
     if (!this.store) throw new Error("the emulator is not listening yet");
     return this.store;
-  }
-
-  private takeFault(method: string, p: string): (Fault & { remaining: number }) | undefined {
-    const fault = this.faults.find((f) => f.remaining > 0 && (!f.method || f.method === method) && (!f.path || f.path.test(p)));
-    if (fault) {
-      fault.remaining--;
-      this.faults = this.faults.filter((f) => f.remaining > 0);
-    }
-    return fault;
   }
 
   private authenticate(req: http.IncomingMessage): void {
@@ -207,23 +184,9 @@ export class SandboxEmulator {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const method = req.method ?? "GET";
     const url = new URL(req.url ?? "/", "http://emulator");
-    const logged: LoggedRequest = { method, path: url.pathname + url.search, status: 0 };
-    if (this.requests.length >= MAX_LOG) this.requests.shift();
-    this.requests.push(logged);
-    const send = (status: number, body?: unknown): void => {
-      logged.status = status;
-      if (body === undefined) {
-        res.writeHead(status).end();
-      } else if (Buffer.isBuffer(body)) {
-        res.writeHead(status, { "content-type": "application/octet-stream", "content-length": body.length }).end(body);
-      } else if (typeof body === "string") {
-        res.writeHead(status, { "content-type": "text/plain" }).end(body);
-      } else {
-        res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
-      }
-    };
+    const { logged, send } = startAnswer(this.requests, method, url, res);
     try {
-      const fault = this.takeFault(method, url.pathname);
+      const fault = this.faults.take(method, url.pathname);
       if (fault) {
         if (fault.reset) {
           req.socket.destroy();
