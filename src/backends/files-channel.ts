@@ -5,8 +5,14 @@
  * carries the same channel as a deep agent, and a zero-arg StateBackend works inside it.
  */
 import { z } from "zod";
+import * as langGraph from "@langchain/langgraph";
 import { Annotation, ReducedValue } from "@langchain/langgraph";
 import { mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+import { provideLangGraph } from "./graph-context.js";
+
+// Loaded here anyway: the zero-argument backends' fallback to LangGraph's getConfig/getStore
+// (graph-context.ts) uses this instance instead of importing it on first use.
+provideLangGraph(langGraph);
 
 export type FilesRecord = FilesMap;
 export type FilesRecordUpdate = FilesUpdate;

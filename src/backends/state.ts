@@ -3,11 +3,12 @@
  *
  * Zero-arg mode (`new StateBackend()`) works inside a running graph: it reads the channel
  * through `__pregel_read("files", true)` (fresh, including this task's pending writes) and
- * writes through `__pregel_send`, returning no `filesUpdate`. Legacy mode
+ * writes through `__pregel_send`, returning no `filesUpdate`. Outside one it uses whatever
+ * LangGraph's `getConfig()` returns, as deepagents does (a test's mock of it). Legacy mode
  * (`new StateBackend(runtime)`) reads `runtime.state.files` and returns `filesUpdate` for
  * the caller to apply. The file logic itself lives in protocol/file-map.ts.
  */
-import { currentGraphConfig } from "./graph-context.js";
+import { currentGraphConfig, fromLangGraph, loadLangGraph, loadedLangGraph } from "./graph-context.js";
 import {
   failure,
   downloadFromFiles,
@@ -59,18 +60,38 @@ export const STATE_BACKEND_OUTSIDE_GRAPH_ERROR =
 type PregelRead = (channel: string, fresh: boolean) => FilesMap | undefined;
 type PregelSend = (writes: Array<[string, unknown]>) => void;
 
-/** The running graph's channel accessors, or undefined outside a graph (deepagentsjs#547). */
-function pregelChannel(): { read: PregelRead; send: PregelSend } | undefined {
-  let configurable: Record<string, unknown> | undefined;
+type Channel = { read: PregelRead; send: PregelSend };
+
+/** The channel accessors in a config's `configurable`, if it has both. */
+function channelIn(config: () => unknown): Channel | undefined {
   try {
-    configurable = currentGraphConfig()?.configurable;
+    const configurable = (config() as { configurable?: Record<string, unknown> } | null | undefined)?.configurable;
+    const read = configurable?.["__pregel_read"];
+    const send = configurable?.["__pregel_send"];
+    if (typeof read !== "function" || typeof send !== "function") return undefined;
+    return { read: read as PregelRead, send: send as PregelSend };
   } catch {
     return undefined;
   }
-  const read = configurable?.["__pregel_read"];
-  const send = configurable?.["__pregel_send"];
-  if (typeof read !== "function" || typeof send !== "function") return undefined;
-  return { read: read as PregelRead, send: send as PregelSend };
+}
+
+/**
+ * The running graph's channel accessors, or undefined outside a graph (deepagentsjs#547).
+ * Asked on every read and every write, as deepagents asks `getConfig()`. When the fast path
+ * finds no graph, `@langchain/langgraph`'s `getConfig()` is asked, which sees a test's
+ * replacement of it. Through the package index the module is there from the start
+ * (files-channel.ts provides it). Imported this module alone (the CLI, the mount), these
+ * synchronous methods cannot wait for the import: the first call outside a graph starts it
+ * and answers from the fast path; calls after it has finished ask LangGraph.
+ */
+function pregelChannel(): Channel | undefined {
+  const channel = channelIn(currentGraphConfig);
+  if (channel) return channel;
+  if (!loadedLangGraph()) {
+    void loadLangGraph();
+    return undefined;
+  }
+  return channelIn(() => fromLangGraph("getConfig"));
 }
 
 export class StateBackend implements BackendProtocolV2, Renamable, Stattable {

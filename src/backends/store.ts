@@ -8,7 +8,7 @@
  * exact namespace. (`BaseStore.search` is a prefix search, so deepagents also lists items of
  * sub-namespaces that `read` then cannot find.)
  */
-import { currentGraphConfig, currentGraphStore, currentTaskInput } from "./graph-context.js";
+import { currentGraphConfig, currentGraphStore, currentTaskInput, fromLangGraph, loadLangGraph, loadedLangGraph } from "./graph-context.js";
 import type { BaseStore, Item, Operation } from "@langchain/langgraph-checkpoint";
 import {
   failure,
@@ -190,7 +190,27 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     this.fileFormat = opts?.fileFormat ?? "v2";
   }
 
-  /** Legacy runtime store, then `options.store`, then the running graph's store; else throws. */
+  /**
+   * Whether this call has to wait for `@langchain/langgraph`: the fast path found no graph
+   * where deepagents would ask LangGraph's `getStore()` (zero-arg form without
+   * `options.store`) or `getConfig()` / `getCurrentTaskInput()` (a namespace that is not a
+   * fixed array, with no config in the legacy runtime). The CLI and the mount pass a store
+   * and a fixed namespace, so they never load it.
+   */
+  private needsLangGraph(): boolean {
+    if (loadedLangGraph()) return false;
+    const needsStore = !this.stateAndStore && !this.storeOverride && currentGraphStore() === undefined;
+    const needsConfig =
+      !Array.isArray(this.namespaceOption) &&
+      !recordOf((this.stateAndStore as { config?: unknown } | undefined)?.config) &&
+      !recordOf(currentGraphConfig());
+    return needsStore || needsConfig;
+  }
+
+  /**
+   * Legacy runtime store, then `options.store`, then the running graph's store (LangGraph's
+   * `getStore()` when the fast path finds no graph); else throws.
+   */
   private getStore(): BaseStore {
     if (this.stateAndStore) {
       const store = this.stateAndStore.store as BaseStore | undefined;
@@ -198,7 +218,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
       return store;
     }
     if (this.storeOverride) return this.storeOverride;
-    const store = currentGraphStore() as BaseStore | undefined;
+    const store = (currentGraphStore() ?? fromLangGraph("getStore")) as BaseStore | undefined;
     if (!store) {
       throw new Error(
         "Store is required but not available in LangGraph execution context. Ensure the graph was configured with a store.",
@@ -209,12 +229,12 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   private getState(): unknown {
     if (this.stateAndStore) return this.stateAndStore.state;
-    return currentTaskInput();
+    return currentTaskInput() ?? fromLangGraph("getCurrentTaskInput");
   }
 
   private getNamespaceConfig(): Config | undefined {
     let config = recordOf((this.stateAndStore as { config?: unknown } | undefined)?.config);
-    if (!config) config = recordOf(currentGraphConfig());
+    if (!config) config = recordOf(currentGraphConfig()) ?? recordOf(fromLangGraph("getConfig"));
     if (!config) return undefined;
     return { metadata: recordOf(config["metadata"]), configurable: recordOf(config["configurable"]) };
   }
@@ -295,6 +315,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async ls(path: string): Promise<LsResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -317,6 +338,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   /** The file for read and readRaw: one path check, one `store.get`. */
   private async readEntry(filePath: string): Promise<{ key: string; data: FileData; error?: undefined } | { error: string }> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     const check = checkVirtualPath(filePath);
@@ -332,6 +354,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async grep(pattern: string, path: string | null = "/", glob: string | null = null, maxCount: number | null = null): Promise<GrepResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -342,6 +365,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async glob(pattern: string, path = "/"): Promise<GlobResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -358,6 +382,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async write(filePath: string, content: string): Promise<WriteResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -371,6 +396,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async edit(filePath: string, oldString: string, newString: string, replaceAll = false): Promise<EditResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -385,6 +411,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   /** Removes the file and everything below it in one batch. */
   async delete(filePath: string): Promise<DeleteResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -398,6 +425,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   /** Moves a file or a directory subtree in one batch of puts and deletes. */
   async rename(from: string, to: string): Promise<RenameResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     try {
@@ -411,6 +439,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
 
   /** One `store.get` for a file; a miss lists the namespace to tell a directory from nothing. */
   async stat(path: string): Promise<StatResult> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     const check = checkVirtualPath(path);
@@ -437,6 +466,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
    * again (never missed).
    */
   async changesSince(token: string | null): Promise<ChangeSet> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const items = await this.listItems(this.getStore(), this.getNamespace());
     let latest = 0;
     for (const item of items) latest = Math.max(latest, item.updatedAt.getTime());
@@ -453,6 +483,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async uploadFiles(files: Array<[string, Uint8Array]>): Promise<FileUploadResponse[]> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     const keys = [...new Set(files.map(([path]) => checkVirtualPath(path).path).filter((key): key is string => !!key))];
@@ -466,6 +497,7 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
   }
 
   async downloadFiles(paths: string[]): Promise<FileDownloadResponse[]> {
+    if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
     const keys = [...new Set(paths.map((path) => checkVirtualPath(path).path).filter((key): key is string => !!key && key !== "/"))];
