@@ -234,6 +234,10 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
    * The backend serving `path` first, then every route mounted below it, each searched at
    * its root with what is left of the `maxCount` budget; a spent budget stops the fan-out
    * with `truncated`. Any error is returned at once.
+   *
+   * `truncated` as deepagents sets it: a search from the default backend always says true or
+   * false (with or without `maxCount`); a search inside a route passes that route's flag on
+   * as it is (an own key, `undefined` when the route left it out).
    */
   async grep(
     pattern: string,
@@ -248,7 +252,7 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
       ...this.table.routesBelow(searchPath).map((r) => ({ route: r, backend: r.backend, innerPath: "/", dir: r.prefix })),
     ];
     const matches: GrepMatch[] = [];
-    let truncated = false;
+    let truncated: boolean | undefined = serving.route ? undefined : false;
     for (const [i, target] of targets.entries()) {
       const remaining = maxCount == null ? null : Math.max(maxCount - matches.length, 0);
       if (remaining === 0 && i > 0) {
@@ -277,9 +281,10 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
         if (keep && !keep(full)) continue;
         matches.push(full === m.path ? m : { ...m, path: full });
       }
-      truncated ||= result.truncated === true;
+      if (i === 0 && serving.route) truncated = result.truncated;
+      else if (result.truncated === true) truncated = true;
     }
-    return applyGrepMaxCount({ result: truncated ? { matches, truncated } : { matches }, maxCount });
+    return applyGrepMaxCount({ result: { matches, truncated }, maxCount });
   }
 
   /**
