@@ -2,7 +2,8 @@
  * StoreBackend: files in a LangGraph BaseStore (deepagents 1.14.1 semantics), one item per
  * file: key = normalized path, value = FileData (`{content, mimeType?, created_at,
  * modified_at}`). The file logic is the shared files-map code; this class loads the items
- * it needs into a map, calls it and writes the planned update back in one `store.batch`.
+ * it needs (into a map, or the one entry for write and edit), calls it and writes the
+ * planned update back in one `store.batch`.
  *
  * Difference from deepagents: ls, grep, glob, delete and rename see only the backend's
  * exact namespace. (`BaseStore.search` is a prefix search, so deepagents also lists items of
@@ -21,10 +22,10 @@ import {
   grepFiles,
   listFiles,
   planDelete,
-  planEditEntry,
+  planEditAt,
   planRename,
   planUpload,
-  planWriteEntry,
+  planWriteAt,
   readFileData,
   checkVirtualPath,
   isPathWithin,
@@ -150,6 +151,14 @@ function storeValueOf(data: FileData): Record<string, unknown> {
     : { content, created_at: data.created_at, modified_at: data.modified_at };
 }
 const utf8Encoder = new TextEncoder();
+
+/**
+ * storeValueOf for FileData that createFileData/updateFileData have just made: it holds
+ * exactly the stored fields, so it is stored as it is (no copy) unless its text has a NUL.
+ */
+function storeValueOfNew(data: FileData): Record<string, unknown> {
+  return typeof data.content === "string" && data.content.includes("\0") ? storeValueOf(data) : (data as unknown as Record<string, unknown>);
+}
 
 /**
  * `store.batch(ops)`. Inside a graph LangGraph hands out an AsyncBatchedStore, whose `batch`
@@ -292,17 +301,15 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     return files;
   }
 
-  /** The file at a normalized key as a one-entry map (empty when missing or not FileData). */
-  private async getOne(store: BaseStore, namespace: string[], key: string): Promise<FilesMap> {
-    const files: FilesMap = Object.create(null) as FilesMap;
-    const [item] = (await runBatch(store, [{ namespace, key }])) as Array<Item | null>;
-    const data = item ? fileDataOf(item) : undefined;
-    if (data) files[key] = data;
-    return files;
+  /** The file at a normalized key (undefined when missing or not FileData), one get. */
+  private async getOne(store: BaseStore, namespace: string[], key: string): Promise<FileData | undefined> {
+    const item = ((await runBatch(store, [{ namespace, key }])) as Array<Item | null>)[0];
+    return item ? fileDataOf(item) : undefined;
   }
 
+  /** Puts FileData a planner has just made (its fields are the stored value's already). */
   private putOne(store: BaseStore, namespace: string[], key: string, data: FileData): Promise<unknown> {
-    return runBatch(store, [{ namespace, key, value: storeValueOf(data) }]);
+    return runBatch(store, [{ namespace, key, value: storeValueOfNew(data) }]);
   }
 
   /** Writes a planned update (puts and deletes) in one batch. */
@@ -375,19 +382,16 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     }
   }
 
-  /** Loads the file at `path` (if any) into a one-entry map for the planners. */
-  private loadOne(store: BaseStore, namespace: string[], path: string): Promise<FilesMap> {
-    const check = checkVirtualPath(path);
-    return check.error !== undefined ? Promise.resolve({}) : this.getOne(store, namespace, check.path);
-  }
-
+  /** One path check, one `store.get`, one `store.put`. */
   async write(filePath: string, content: string): Promise<WriteResult> {
     if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
+    const check = checkVirtualPath(filePath);
+    if (check.error !== undefined) return check;
     try {
-      const files = await this.loadOne(store, namespace, filePath);
-      const { result, entry } = planWriteEntry(files, filePath, content, this.fileFormat);
+      const existing = await this.getOne(store, namespace, check.path);
+      const { result, entry } = planWriteAt(check.path, content, this.fileFormat, existing);
       if (entry) await this.putOne(store, namespace, entry.key, entry.data);
       return result.error !== undefined ? result : { path: result.path, filesUpdate: null };
     } catch (error) {
@@ -399,9 +403,11 @@ export class StoreBackend implements BackendProtocolV2, Renamable, Stattable, Ch
     if (this.needsLangGraph()) await loadLangGraph();
     const store = this.getStore();
     const namespace = this.getNamespace();
+    const check = checkVirtualPath(filePath);
+    if (check.error !== undefined) return check;
     try {
-      const files = await this.loadOne(store, namespace, filePath);
-      const { result, entry } = planEditEntry(files, filePath, oldString, newString, replaceAll);
+      const existing = await this.getOne(store, namespace, check.path);
+      const { result, entry } = planEditAt(filePath, check.path, oldString, newString, replaceAll, existing);
       if (entry) await this.putOne(store, namespace, entry.key, entry.data);
       return result.error !== undefined ? result : { path: result.path, filesUpdate: null, occurrences: result.occurrences };
     } catch (error) {

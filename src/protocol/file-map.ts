@@ -342,9 +342,13 @@ export function planWriteEntry(
 ): PlannedEntry<WriteResult> {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { result: check };
-  if (check.path === "/") return { result: failure("is_directory", IS_ROOT_ERROR) };
-  const key = check.path;
-  return { result: { path: key }, entry: { key, data: createWriteFileData(key, content, fileFormat, entryAt(files, key)) } };
+  return planWriteAt(check.path, content, fileFormat, entryAt(files, check.path));
+}
+
+/** planWriteEntry for a checked, normalized `key` whose current entry (if any) is `existing`. */
+export function planWriteAt(key: string, content: string, fileFormat: FileFormat, existing: FileData | undefined): PlannedEntry<WriteResult> {
+  if (key === "/") return { result: failure("is_directory", IS_ROOT_ERROR) };
+  return { result: { path: key }, entry: { key, data: createWriteFileData(key, content, fileFormat, existing) } };
 }
 
 export function planEdit(
@@ -366,9 +370,19 @@ export function planEditEntry(
 ): PlannedEntry<EditResult> {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return { result: check };
-  const key = check.path;
-  const data = key === "/" ? undefined : entryAt(files, key);
-  if (data === undefined) return { result: failure("file_not_found", `Error: File '${path}' not found`) };
+  return planEditAt(path, check.path, oldString, newString, replaceAll, entryAt(files, check.path));
+}
+
+/** planEditEntry for `path` checked as `key`, whose current entry (if any) is `data`. */
+export function planEditAt(
+  path: string,
+  key: string,
+  oldString: string,
+  newString: string,
+  replaceAll: boolean,
+  data: FileData | undefined,
+): PlannedEntry<EditResult> {
+  if (key === "/" || data === undefined) return { result: failure("file_not_found", `Error: File '${path}' not found`) };
   // deepagents' StateBackend throws here; StoreBackend returns this message.
   const content = isFileDataV1(data) ? data.content.join("\n") : data.content;
   if (typeof content !== "string") return { result: failure("invalid_argument", "Error: Cannot convert binary FileData to string") };
