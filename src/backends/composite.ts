@@ -296,17 +296,18 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     const below = this.table.routesBelow(path);
     const first = await this.globOne(serving.route, serving.backend, serving.innerPath, asDirectoryPrefix(routingForm(path)), pattern);
     if (first.error) return first;
-    if (below.length === 0 && !serving.route) return first; // the plain deepagents case
     const files = [...(first.files ?? [])];
-    let truncated = first.truncated === true;
+    // As deepagents 1.14.1: a fan-out from the default always says true or false; a glob
+    // inside a route passes the route's flag on (undefined too); routes below it can set it.
+    let truncated: boolean | undefined = serving.route ? first.truncated : first.truncated === true;
     for (const r of below) {
       const result = await this.globOne(r, r.backend, "/", r.prefix, pattern);
       if (result.error) continue;
       for (const info of result.files ?? []) files.push(info);
-      truncated ||= result.truncated === true;
+      if (result.truncated === true) truncated = true;
     }
     if (below.length > 0) files.sort((a, b) => a.path.localeCompare(b.path));
-    return truncated ? { files, truncated } : { files };
+    return { files, truncated };
   }
 
   /** One backend's glob, with paths put back in composite form and shadowed ones dropped. */
@@ -337,7 +338,7 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
       if (keep && !keep(entryPath(full))) continue;
       files.push(full === info.path ? info : { ...info, path: full });
     }
-    return result.truncated ? { files, truncated: true } : { files };
+    return result.truncated === undefined ? { files } : { files, truncated: result.truncated };
   }
 
   /**

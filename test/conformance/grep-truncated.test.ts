@@ -344,3 +344,39 @@ describe("GrepResult.truncated: CompositeBackend, as deepagents' CompositeBacken
     await compare({ ours, theirs, cleanup: disk.remove }, { "/": 4, "/m": 3, "/w": 1 });
   });
 });
+
+describe("GlobResult.truncated: CompositeBackend, as deepagents' CompositeBackend", () => {
+  const ourStore = () => new StoreBackend({ store: new InMemoryStore(), namespace: ["g"] });
+  const theirStore = () => new da.StoreBackend({ store: new InMemoryStore(), namespace: ["g"] });
+  const files = { "/top.md": "t\n", "/m/a.md": "a\n", "/m/sub/b.md": "b\n", "/n/x.md": "x\n", "/n/deep/y.md": "y\n" };
+  /** What deepagents decides: the paths, and whether `truncated` is there and what it says. */
+  const shape = (r: { files?: Array<{ path: string }>; truncated?: boolean; error?: string }) => ({
+    error: r.error,
+    paths: (r.files ?? []).map((f) => f.path).sort(),
+    hasTruncated: "truncated" in r,
+    truncated: r.truncated,
+  });
+
+  it("a fan-out says false, a glob inside a route passes the route's flag, a nested composite's false too", async () => {
+    const ours = new CompositeBackend(ourStore(), { "/m/": ourStore(), "/n/": new CompositeBackend(ourStore(), { "/deep/": ourStore() }) });
+    const theirs = new da.CompositeBackend(theirStore(), { "/m/": theirStore(), "/n/": new da.CompositeBackend(theirStore(), { "/deep/": theirStore() }) });
+    for (const [p, c] of Object.entries(files)) {
+      await ours.write(p, c);
+      await theirs.write(p, c);
+    }
+    for (const [pattern, dir] of [["**/*.md", "/"], ["*.md", "/"], ["**/*.md", "/m"], ["**/*.md", "/m/sub"], ["**/*.md", "/n"], ["*.md", "/n/deep"]] as const) {
+      const want = shape(await theirs.glob(pattern, dir));
+      expect({ pattern, dir, ...shape(await ours.glob(pattern, dir)) }).toStrictEqual({ pattern, dir, ...want });
+    }
+    expect(shape(await ours.glob("**/*.md", "/"))).toMatchObject({ hasTruncated: true, truncated: false });
+  });
+
+  it("a composite with no routes answers truncated: false", async () => {
+    const ours = new CompositeBackend(ourStore(), {});
+    const theirs = new da.CompositeBackend(theirStore(), {});
+    await ours.write("/a.md", "a\n");
+    await theirs.write("/a.md", "a\n");
+    expect(shape(await ours.glob("**/*.md", "/"))).toStrictEqual(shape(await theirs.glob("**/*.md", "/")));
+    expect(shape(await ours.glob("**/*.md", "/"))).toMatchObject({ truncated: false });
+  });
+});
