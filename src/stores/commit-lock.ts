@@ -81,7 +81,13 @@ export class SqliteCommitLock extends PolledLock {
   }
 
   protected release(): void {
-    this.db?.exec("COMMIT");
+    try {
+      this.db?.exec("COMMIT");
+    } catch {
+      // Closing the connection drops its lock: never leave it held by a failed commit.
+      this.db?.close();
+      this.db = undefined;
+    }
   }
 
   protected describe(): string {
@@ -107,11 +113,10 @@ export class PostgresCommitLock extends PolledLock {
 
   private connection(): Promise<pg.Client> {
     this.client ??= (async () => {
-      const { default: pgModule } = await import("pg");
-      const client = new pgModule.Client((this.pool as unknown as { options: pg.ClientConfig }).options);
+      const { connectBeside } = await import("./pg-transaction.js");
+      const client = await connectBeside(this.pool);
       // A dropped connection (server restart) is opened again at the next commit.
       client.on("error", () => (this.client = undefined));
-      await client.connect();
       return client;
     })();
     this.client.catch(() => (this.client = undefined));

@@ -16,6 +16,17 @@ export async function inPgTransaction<T>(pool: pg.Pool, work: (client: pg.PoolCl
   }
 }
 
+/**
+ * A connection of its own with the pool's settings, for a session lock held while the pool
+ * does the work (a lock on a pooled client could starve the work it guards). The caller ends it.
+ */
+export async function connectBeside(pool: pg.Pool): Promise<pg.Client> {
+  const { default: pgModule } = await import("pg");
+  const client = new pgModule.Client((pool as unknown as { options: pg.ClientConfig }).options);
+  await client.connect();
+  return client;
+}
+
 /** The advisory lock key schema migrations take ("bfsmig" in ASCII). */
 const MIGRATION_LOCK_KEY = 0x6266736d6967;
 
@@ -27,9 +38,7 @@ const MIGRATION_LOCK_KEY = 0x6266736d6967;
  * (with the pool's settings), so a setup that uses the pool cannot wait for it.
  */
 export async function underMigrationLock<T>(pool: pg.Pool, setup: () => Promise<T>): Promise<T> {
-  const { default: pgModule } = await import("pg");
-  const client = new pgModule.Client((pool as unknown as { options: pg.ClientConfig }).options);
-  await client.connect();
+  const client = await connectBeside(pool);
   try {
     await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
     try {
