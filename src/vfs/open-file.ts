@@ -28,6 +28,11 @@ export class OpenFile {
   /** Bumped by every change; an upload clears `dirty` only if nothing changed meanwhile. */
   changes = 0;
   mtimeMs = Date.now();
+  /**
+   * `changes` when utimens last set the times of this file while it was dirty: its save keeps
+   * them if nothing was written since, as a disk's close leaves mtime where utimens put it.
+   */
+  timesSetAt: number | undefined;
   /** Permission bits the backend keeps for the file (a disk); undefined: the defaults. */
   mode: number | undefined;
   /** Owners, links and inode the backend keeps for the file (a disk), as last seen. */

@@ -455,8 +455,26 @@ export class Vfs {
     if (!file?.local) await this.deleteInBackend(path);
     if (file) this.detach(file);
     this.forget(path);
+    await this.linkCountChanged(attr);
     this.keepParent(path);
     this.entriesChanged(parentOf(path));
+  }
+
+  /**
+   * A file with other names lost or gained one: what is remembered of those names (their
+   * cached attributes, an open file's) says the old link count, so it is asked again.
+   */
+  private async linkCountChanged(attr: Attr | undefined): Promise<void> {
+    const posix = attr?.posix;
+    if (!posix || posix.ino === 0 || posix.nlink < 2) return;
+    const same = (other: PosixAttributes | undefined) => other?.ino === posix.ino && other.dev === posix.dev;
+    const names: string[] = [];
+    this.attrs.forEach((cached, path) => void (same(cached.posix) && names.push(path)));
+    for (const path of names) this.attrs.delete(path);
+    for (const open of this.files.values()) {
+      if (!same(open.posix) || open.detached) continue;
+      open.posix = (await this.statInBackend(open.path).catch(() => undefined))?.stat?.posix ?? open.posix;
+    }
   }
 
   async mkdir(path: string, mode: number, caller?: Caller): Promise<void> {
@@ -555,6 +573,8 @@ export class Vfs {
     else this.served.delete(to);
     this.forget(from);
     this.forget(to);
+    // A file replaced here may live on under other names, with one link fewer.
+    if (toAttr && !toAttr.isDir) await this.linkCountChanged(toAttr);
     if (fromAttr.isDir) {
       this.forgetAllAttributes();
     } else {
@@ -569,12 +589,16 @@ export class Vfs {
     this.check("write", path);
     const attr = await this.attr(path);
     this.entriesChangedAt.delete(path);
-    const stored = !this.files.get(path)?.local && (await this.storeMetadata(path, { atimeMs, mtimeMs }));
+    const open = this.files.get(path);
+    const stored = !open?.local && (await this.storeMetadata(path, { atimeMs, mtimeMs }));
     const overlay = this.overlay(path);
     overlay.atimeMs = atimeMs;
     overlay.mtimeMs = mtimeMs;
+    // An open file shows them at once; one still to be saved stores them again after its save.
+    if (open) open.mtimeMs = mtimeMs;
+    if (open?.dirty) open.timesSetAt = open.changes;
     // The backend keeps them: what it reports is the truth from now on.
-    if (stored && attr.posix) overlay.atimeMs = overlay.mtimeMs = undefined;
+    else if (stored && attr.posix) overlay.atimeMs = overlay.mtimeMs = undefined;
   }
 
   async chmod(path: string, mode: number): Promise<void> {
@@ -639,9 +663,10 @@ export class Vfs {
     const open = this.files.get(existing);
     if (open && (open.dirty || open.local)) await this.upload(open);
     await this.makeNode(path, undefined, "hard links", (backend) => backend.link(existing, path));
-    // Its link count and ctime changed.
+    // Its link count and ctime changed, under every name it has.
     this.forget(existing);
     this.addToListing(existing, false);
+    await this.linkCountChanged({ ...attr, posix: attr.posix && { ...attr.posix, nlink: Math.max(2, attr.posix.nlink) } });
   }
 
   /** A regular file is made as an empty file; fifos, sockets and devices where the backend keeps them. */
@@ -1452,6 +1477,10 @@ export class Vfs {
       if (response.error) throw backendError(response, "upload", path);
       if (file.changes === changes) {
         file.dirty = false;
+        // Times set while dirty hold unless a write came after them (it moved mtime to its own time).
+        const overlay = this.overlays.get(path);
+        if (overlay && file.timesSetAt !== undefined && file.timesSetAt !== changes) overlay.atimeMs = overlay.mtimeMs = undefined;
+        file.timesSetAt = undefined;
         file.mtimeMs = await this.storedMtime(path, file);
         await this.storeOverlay(file);
       }
