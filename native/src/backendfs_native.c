@@ -6,6 +6,8 @@
  *    a reader thread costs two: on a VM that parks idle vCPUs each one is tens of microseconds.
  *  - FUSE passthrough: register an open file with the kernel (FUSE_DEV_IOC_BACKING_OPEN) so
  *    that reads and writes of a file opened through the mount go straight to it.
+ *  - answer a GETATTR without entering JavaScript, from the replies the vfs published
+ *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs.
  *
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
@@ -21,6 +23,8 @@
 
 #include <node_api.h>
 #include <uv.h>
+
+#include "attr_mirror.h"
 
 /* linux/fuse.h (7.40+), spelled out so that the build needs no kernel headers of that age. */
 struct backing_map {
@@ -39,6 +43,12 @@ struct backing_map {
       return NULL;                                              \
     }                                                           \
   } while (0)
+
+/* The call's first n arguments as argv[0..n-1] (argc: how many were given). */
+#define ARGS(n)                                                        \
+  size_t argc = (n);                                                   \
+  napi_value argv[(n)];                                                \
+  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL))
 
 static napi_value throw_errno(napi_env env, const char *what, int err) {
   char message[160];
@@ -61,20 +71,131 @@ static int32_t int_arg(napi_env env, napi_value value) {
   return out;
 }
 
-/* read(fd, buffer) -> bytes read, or -errno (EAGAIN: nothing waiting; ENODEV: unmounted). */
+/* GETATTRs answered in one read() call at most, before the loop gets a turn (the poll fires again). */
+#define ANSWER_BURST 256
+
+/* A mirror and a reference to the typed array it writes into, which must live as long. */
+typedef struct {
+  attr_mirror *mirror;
+  napi_ref shared;
+} mirror_handle;
+
+static attr_mirror *mirror_arg(napi_env env, napi_value value) {
+  napi_valuetype type;
+  void *handle = NULL;
+  if (napi_typeof(env, value, &type) != napi_ok || type != napi_external) return NULL;
+  if (napi_get_value_external(env, value, &handle) != napi_ok || !handle) return NULL;
+  return ((mirror_handle *)handle)->mirror;
+}
+
+/*
+ * read(fd, buffer, mirror?) -> bytes of the next request JS is to handle, or -errno (EAGAIN:
+ * nothing waiting; ENODEV: unmounted). With a mirror, the requests it answers are answered
+ * here and never returned.
+ */
 static napi_value device_read(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(3);
   void *data;
   size_t length;
   CHECK(env, napi_get_buffer_info(env, argv[1], &data, &length));
-  ssize_t n;
-  do n = read(int_arg(env, argv[0]), data, length);
-  while (n < 0 && errno == EINTR);
+  attr_mirror *mirror = argc >= 3 ? mirror_arg(env, argv[2]) : NULL;
+  int fd = int_arg(env, argv[0]);
+  int32_t out;
+  for (int answered = 0;;) {
+    ssize_t n;
+    do n = read(fd, data, length);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      out = -errno;
+      break;
+    }
+    out = (int32_t)n;
+    if (!mirror) break;
+    mirror_arrived(mirror, data, (size_t)n);
+    if (!mirror_answer(mirror, fd, data, (size_t)n)) break;
+    if (++answered == ANSWER_BURST) {
+      out = -EAGAIN;
+      break;
+    }
+  }
   napi_value result;
-  CHECK(env, napi_create_int32(env, n < 0 ? -errno : (int32_t)n, &result));
+  CHECK(env, napi_create_int32(env, out, &result));
   return result;
+}
+
+static void mirror_finalize(napi_env env, void *data, void *hint) {
+  (void)hint;
+  mirror_handle *handle = data;
+  napi_delete_reference(env, handle->shared);
+  mirror_free(handle->mirror);
+  free(handle);
+}
+
+/* createMirror(shared: Int32Array(2+), slots) -> mirror (freed with its last JS reference). */
+static napi_value create_mirror(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  napi_typedarray_type type;
+  size_t count;
+  void *shared;
+  if (argc < 2 || napi_get_typedarray_info(env, argv[0], &type, &count, &shared, NULL, NULL) != napi_ok || type != napi_int32_array || count < 2) {
+    napi_throw_type_error(env, NULL, "createMirror: shared must be an Int32Array of 2");
+    return NULL;
+  }
+  mirror_handle *handle = calloc(1, sizeof *handle);
+  if (handle) handle->mirror = mirror_new((uint32_t)int_arg(env, argv[1]), shared);
+  if (!handle || !handle->mirror) {
+    free(handle);
+    return throw_errno(env, "createMirror", ENOMEM);
+  }
+  CHECK(env, napi_create_reference(env, argv[0], 1, &handle->shared));
+  napi_value external;
+  CHECK(env, napi_create_external(env, handle, mirror_finalize, NULL, &external));
+  return external;
+}
+
+static int64_t int64_arg(napi_env env, napi_value value) {
+  int64_t out = 0;
+  napi_get_value_int64(env, value, &out);
+  return out;
+}
+
+/* mirrorPublish(mirror, nodeid, attrOut: Buffer(104), ttlMs, epoch) -> kept */
+static napi_value mirror_publish_js(napi_env env, napi_callback_info info) {
+  ARGS(5);
+  void *bytes;
+  size_t length;
+  attr_mirror *mirror = mirror_arg(env, argv[0]);
+  int kept = 0;
+  if (mirror && napi_get_buffer_info(env, argv[2], &bytes, &length) == napi_ok && length == ATTR_OUT_SIZE) {
+    kept = mirror_publish(mirror, (uint64_t)int64_arg(env, argv[1]), bytes, (uint32_t)int_arg(env, argv[3]), int_arg(env, argv[4]));
+  }
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, kept, &result));
+  return result;
+}
+
+/* mirrorSettled(mirror, opcode, nodeid, openFlags): a request JS answered (see mirror_settled). */
+static napi_value mirror_settled_js(napi_env env, napi_callback_info info) {
+  ARGS(4);
+  attr_mirror *mirror = mirror_arg(env, argv[0]);
+  if (mirror) mirror_settled(mirror, (uint32_t)int_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2]), (uint32_t)int_arg(env, argv[3]));
+  return NULL;
+}
+
+/* mirrorDrop(mirror, nodeid) */
+static napi_value mirror_drop_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  attr_mirror *mirror = mirror_arg(env, argv[0]);
+  if (mirror) mirror_drop(mirror, (uint64_t)int64_arg(env, argv[1]));
+  return NULL;
+}
+
+/* mirrorClear(mirror) */
+static napi_value mirror_clear_js(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  attr_mirror *mirror = mirror_arg(env, argv[0]);
+  if (mirror) mirror_clear(mirror);
+  return NULL;
 }
 
 /* A uv_poll on the device; its JS callback is called on the loop when requests wait. */
@@ -150,9 +271,7 @@ static void watch_finalize(napi_env env, void *data, void *hint) {
  * spin_for_next).
  */
 static napi_value watch_device(napi_env env, napi_callback_info info) {
-  size_t argc = 4;
-  napi_value argv[4];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(4);
   uv_loop_t *loop;
   CHECK(env, napi_get_uv_event_loop(env, &loop));
   napi_typedarray_type type;
@@ -193,9 +312,7 @@ static napi_value watch_device(napi_env env, napi_callback_info info) {
 
 /* stopWatch(watch): no more callbacks; the handle closes on the loop. */
 static napi_value stop_watch(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(1);
   device_watch *watch;
   CHECK(env, napi_get_value_external(env, argv[0], (void **)&watch));
   if (watch->closing) return NULL;
@@ -210,9 +327,7 @@ static napi_value stop_watch(napi_env env, napi_callback_info info) {
 
 /* backingOpen(devFd, fd) -> backing id (> 0) for FOPEN_PASSTHROUGH; throws with the errno. */
 static napi_value backing_open(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(2);
   struct backing_map map = {.fd = int_arg(env, argv[1]), .flags = 0, .padding = 0};
   int id = ioctl(int_arg(env, argv[0]), DEV_IOC_BACKING_OPEN, &map);
   if (id < 0) return throw_errno(env, "FUSE_DEV_IOC_BACKING_OPEN", errno);
@@ -223,9 +338,7 @@ static napi_value backing_open(napi_env env, napi_callback_info info) {
 
 /* backingClose(devFd, id): the kernel drops the file once no open uses it. */
 static napi_value backing_close(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  CHECK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+  ARGS(2);
   uint32_t id = (uint32_t)int_arg(env, argv[1]);
   if (ioctl(int_arg(env, argv[0]), DEV_IOC_BACKING_CLOSE, &id) < 0) return throw_errno(env, "FUSE_DEV_IOC_BACKING_CLOSE", errno);
   return NULL;
@@ -238,6 +351,11 @@ static napi_value init(napi_env env, napi_value exports) {
       {"stopWatch", NULL, stop_watch, NULL, NULL, NULL, napi_default, NULL},
       {"backingOpen", NULL, backing_open, NULL, NULL, NULL, napi_default, NULL},
       {"backingClose", NULL, backing_close, NULL, NULL, NULL, napi_default, NULL},
+      {"createMirror", NULL, create_mirror, NULL, NULL, NULL, napi_default, NULL},
+      {"mirrorPublish", NULL, mirror_publish_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mirrorSettled", NULL, mirror_settled_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mirrorDrop", NULL, mirror_drop_js, NULL, NULL, NULL, napi_default, NULL},
+      {"mirrorClear", NULL, mirror_clear_js, NULL, NULL, NULL, napi_default, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;

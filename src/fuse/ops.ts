@@ -17,6 +17,7 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     open: (path, flags, passthrough) => vfs.open(path, flags, passthrough),
     create: (path, mode, caller, passthrough) => vfs.create(path, mode, caller, passthrough),
     backingFd: (fh) => vfs.hostFd(fh),
+    onInvalidate: (listener) => vfs.onInvalidate(listener),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
     flush: (_path, fh) => vfs.flush(fh),
@@ -73,7 +74,7 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFd"]);
+const ACCESSORS = new Set(["backingFd", "onInvalidate"]);
 
 type Op = (...args: unknown[]) => Promise<unknown>;
 

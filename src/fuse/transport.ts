@@ -15,6 +15,12 @@ export interface KernelOps {
   create(path: string, mode: number, caller?: Caller, passthrough?: boolean): Promise<number>;
   /** The host file descriptor of a handle the kernel is to read and write itself (FUSE passthrough). */
   backingFd?(fh: number): number | undefined;
+  /**
+   * Calls `listener` with the paths whose attributes the vfs forgot because they changed
+   * elsewhere (its change feed, a manual refresh; "all": every path): a transport's own
+   * copies of attributes are forgotten with them.
+   */
+  onInvalidate?(listener: (paths: string[] | "all") => void): void;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;

@@ -179,6 +179,7 @@ export class Vfs {
   private readonly lookedUpMissing: LRUCache<string, true>;
   private readonly files = new Map<string, OpenFile>();
   private readonly handles = new Map<number, Handle>();
+  private readonly invalidationListeners: Array<(paths: string[] | "all") => void> = [];
   private nextHandle = 1;
   private localVersion = 0;
   private readonly mountedAt = Date.now();
@@ -782,6 +783,7 @@ export class Vfs {
    * so still right for any file whose version did not change.
    */
   invalidate(paths: string[] | "all" | "attributes" = "all"): void {
+    for (const listener of this.invalidationListeners) listener(paths === "attributes" ? "all" : paths);
     if (paths === "all" || paths === "attributes") {
       this.forgetAllAttributes();
       if (paths === "all") this.pages.clear();
@@ -796,6 +798,14 @@ export class Vfs {
       // removed one (a file changed below a directory says nothing of the directory's name).
       if (path !== "/") this.listings.delete(parentOf(path));
     }
+  }
+
+  /**
+   * `listener` hears every invalidate() (paths changed elsewhere, or "all"), so that copies
+   * of attributes outside the vfs (the kernel's, a transport's) are forgotten with its own.
+   */
+  onInvalidate(listener: (paths: string[] | "all") => void): void {
+    this.invalidationListeners.push(listener);
   }
 
   /**
@@ -1619,7 +1629,7 @@ export class Vfs {
     const onChange = (changed: string[] | "all") => {
       if (changed === "all") {
         // Pages are keyed by version: a changed file misses anyway, an unchanged one is kept.
-        this.forgetAllAttributes();
+        this.invalidate("attributes");
       } else {
         this.invalidate(changed.flatMap((p) => [p, parentOf(checkVirtualPath(p).path ?? "/")]));
       }

@@ -12,6 +12,7 @@
  * back when it is done with them.
  */
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import type { AttrMirror } from "./attr-mirror.js";
 import type { NativeAddon } from "./native.js";
 
 /** The worker, inline so that it runs the same from sources and from dist/. */
@@ -60,7 +61,15 @@ const BURST = 32;
  */
 const SPIN_MICROS = Number(process.env.BACKENDFS_SPIN_US ?? 50);
 
-export function startPolledReader(addon: NativeAddon, fd: number, size: number, onRequest: (request: Buffer) => void, log: (line: string) => void): DeviceReader {
+/** `mirror`: GETATTRs it holds are answered by the addon and never reach `onRequest`. */
+export function startPolledReader(
+  addon: NativeAddon,
+  fd: number,
+  size: number,
+  onRequest: (request: Buffer) => void,
+  log: (line: string) => void,
+  mirror?: AttrMirror,
+): DeviceReader {
   const free: Buffer[] = [];
   const inFlight = new Int32Array(1);
   let end: () => void = () => undefined;
@@ -77,7 +86,7 @@ export function startPolledReader(addon: NativeAddon, fd: number, size: number, 
     // A poll error (the device ended: EPOLLERR) shows as the read's ENODEV below.
     for (let i = 0; i < BURST && !stopped; i++) {
       const buffer = free.pop() ?? Buffer.allocUnsafeSlow(size);
-      const n = addon.read(fd, buffer);
+      const n = addon.read(fd, buffer, mirror?.handle);
       if (n >= 0) {
         onRequest(buffer.subarray(0, n));
         continue;

@@ -1,6 +1,6 @@
 /**
  * The Node-API addon in native/ (built by scripts/setup.sh): a /dev/fuse watch on the event
- * loop and FUSE passthrough's backing-file ioctls. Loaded once; where it is missing (no
+ * loop, FUSE passthrough's backing-file ioctls, and the attribute mirror (attr-mirror.ts). Loaded once; where it is missing (no
  * compiler at setup, another platform) the raw transport uses its worker-thread reader and
  * no passthrough, and says so in one log line.
  */
@@ -13,9 +13,17 @@ export interface DeviceWatch {
   readonly __brand: "DeviceWatch";
 }
 
+export interface MirrorHandle {
+  readonly __brand: "MirrorHandle";
+}
+
 export interface NativeAddon {
-  /** read(2) into `buffer`: bytes read, or -errno (-EAGAIN: nothing waiting; -ENODEV: unmounted). */
-  read(fd: number, buffer: Buffer): number;
+  /**
+   * read(2) into `buffer`: bytes read, or -errno (-EAGAIN: nothing waiting; -ENODEV:
+   * unmounted). With a mirror, the GETATTRs it can answer are answered there and the next
+   * request is read instead (attr-mirror.ts).
+   */
+  read(fd: number, buffer: Buffer, mirror?: MirrorHandle): number;
   /**
    * Calls `onReadable(status)` on the loop whenever `fd` has something to read. After a call
    * that leaves `inFlight[0]` (requests unanswered, kept by the caller) at 0, it keeps looking
@@ -26,6 +34,12 @@ export interface NativeAddon {
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
   backingClose(devFd: number, id: number): void;
+  /** `shared`: [0] the epoch, [1] GETATTRs answered natively (both written by the addon). */
+  createMirror(shared: Int32Array, slots: number): MirrorHandle;
+  mirrorPublish(mirror: MirrorHandle, nodeid: number, attrOut: Buffer, ttlMs: number, epoch: number): boolean;
+  mirrorSettled(mirror: MirrorHandle, opcode: number, nodeid: number, openFlags: number): void;
+  mirrorDrop(mirror: MirrorHandle, nodeid: number): void;
+  mirrorClear(mirror: MirrorHandle): void;
 }
 
 /** Where setup.sh builds the addon: native/build/Release, from src/fuse/raw or dist/fuse/raw alike. */

@@ -17,6 +17,7 @@ import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
+import { AttrMirror } from "./attr-mirror.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { loadNative } from "./native.js";
@@ -36,6 +37,7 @@ export class RawTransport implements Transport {
   private ended: Promise<void> = Promise.resolve();
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
+  private mirror: AttrMirror | undefined;
 
   async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
     const refusal = rawTransportRefusal();
@@ -56,10 +58,14 @@ export class RawTransport implements Transport {
     // FUSE passthrough needs the addon's ioctls and root (CAP_SYS_ADMIN for a backing file).
     const fd = this.fd;
     const backings = addon && process.getuid?.() === 0 ? { open: (file: number) => addon.backingOpen(fd, file), close: (id: number) => addon.backingClose(fd, id) } : undefined;
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, options.debug ? (line) => process.stderr.write(`fuse: ${line}\n`) : undefined, backings, log);
+    // GETATTRs answered in the addon from the vfs's own replies; BACKENDFS_ATTR_MIRROR=0 turns it off.
+    const mirror = addon && process.env.BACKENDFS_ATTR_MIRROR !== "0" ? new AttrMirror(addon) : undefined;
+    this.mirror = mirror;
+    const debug = options.debug ? (line: string) => process.stderr.write(`fuse: ${line}\n`) : undefined;
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, log });
     this.handler = handler;
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
-    const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
+    const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);

@@ -5,6 +5,7 @@
  */
 import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
 import { hasXattrOps, type KernelOps, type TransportOptions } from "../transport.js";
+import type { AttrMirror } from "./attr-mirror.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
@@ -35,6 +36,15 @@ export interface Backings {
   close(id: number): void;
 }
 
+/** What the transport brings beyond the ops (each optional). */
+export interface HandlerExtras {
+  debug?: (line: string) => void;
+  backings?: Backings;
+  /** The addon's attribute mirror: GETATTR replies published here are answered there. */
+  mirror?: AttrMirror;
+  log?: (line: string) => void;
+}
+
 interface Listed {
   name: Buffer;
   path: string;
@@ -60,17 +70,22 @@ export class RequestHandler {
   /** Per node in passthrough: its backing id and its open handles. */
   private readonly backed = new Map<number, { id: number; handles: number }>();
 
+  private readonly debug: ((line: string) => void) | undefined;
+  private readonly backings: Backings | undefined;
+  private readonly mirror: AttrMirror | undefined;
+  private readonly log: ((line: string) => void) | undefined;
+
   constructor(
     private readonly ops: KernelOps,
     private readonly options: TransportOptions,
     private readonly pool: BufferPool,
-    private readonly debug?: (line: string) => void,
-    private readonly backings?: Backings,
-    private readonly log?: (line: string) => void,
+    extras: HandlerExtras = {},
   ) {
+    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
+    if (this.mirror) ops.onInvalidate?.((paths) => this.forgetMirrored(paths));
   }
 
   /** The reply's payload, or undefined for requests that get no reply. */
@@ -88,10 +103,63 @@ export class RequestHandler {
       case Op.INTERRUPT:
         return undefined;
     }
+    let reply: Reply;
     try {
-      return this.run(h, body);
+      reply = this.run(h, body);
     } catch (err) {
-      return Promise.reject(err);
+      reply = Promise.reject(err);
+    }
+    return this.mirror ? this.settle(this.mirror, h, body, reply) : reply;
+  }
+
+  /**
+   * Once a request is answered, the mirror forgets what it may have changed (as it did when
+   * the request arrived: a reply published meanwhile is gone too), and the nodes whose next
+   * GETATTR is the caller's next request get fresh attributes: a file just closed (`stat`
+   * after writing), a directory just changed (the kernel checks its permissions before the
+   * next create or unlink in it).
+   */
+  private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply): Reply {
+    const openFlags = h.opcode === Op.OPEN ? body.readUInt32LE(0) : 0;
+    const settled = () => mirror.settled(h.opcode, h.nodeid, openFlags);
+    return reply.then(
+      (payload) => {
+        settled();
+        switch (h.opcode) {
+          case Op.RELEASE: case Op.SETATTR: case Op.FSYNC:
+          case Op.CREATE: case Op.MKDIR: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
+            this.republish(mirror, h.nodeid);
+            break;
+          case Op.RENAME: case Op.RENAME2:
+            this.republish(mirror, h.nodeid);
+            this.republish(mirror, Number(body.readBigUInt64LE(0)));
+        }
+        return payload;
+      },
+      (err: unknown) => {
+        settled();
+        throw err;
+      },
+    );
+  }
+
+  /** Fresh attributes of a node into the mirror (not to the kernel: `seen` stays as the kernel saw). */
+  private republish(mirror: AttrMirror, nodeid: number): void {
+    const path = this.inodes.path(nodeid);
+    if (path === undefined || this.backed.has(nodeid)) return;
+    const epoch = mirror.epoch;
+    this.ops.getattr(path).then(
+      (stat) => void mirror.publish(nodeid, encodeAttrOut(nodeid, stat, this.ttlOf(stat)), this.ttlOf(stat), epoch),
+      () => undefined,
+    );
+  }
+
+  /** The vfs forgot these paths' attributes (a change elsewhere): so does the mirror. */
+  private forgetMirrored(paths: string[] | "all"): void {
+    if (paths === "all") return this.mirror!.clear();
+    for (const path of paths) {
+      const nodeid = this.inodes.nodeAt(path);
+      if (nodeid !== undefined) this.mirror!.drop(nodeid);
     }
   }
 
@@ -104,8 +172,17 @@ export class RequestHandler {
     switch (h.opcode) {
       case Op.LOOKUP:
         return this.entry(child(decodeNames(body, 1)[0]!));
-      case Op.GETATTR:
-        return this.ops.getattr(path).then((s) => [encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), this.ttlOf(s))]);
+      case Op.GETATTR: {
+        // The reply is kept for the node's next GETATTR, unless anything changed meanwhile
+        // (the epoch of its arrival) or the kernel reads and writes the file itself.
+        const epoch = this.mirror?.epoch ?? 0;
+        return this.ops.getattr(path).then((s) => {
+          const ttl = this.ttlOf(s);
+          const out = encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), ttl);
+          if (this.mirror && !this.backed.has(h.nodeid)) this.mirror.publish(h.nodeid, out, ttl, epoch);
+          return [out];
+        });
+      }
       case Op.SETATTR:
         return this.setattr(h.nodeid, path, body);
       case Op.OPEN:

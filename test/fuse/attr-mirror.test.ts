@@ -1,0 +1,135 @@
+/**
+ * The attribute mirror (raw transport, native addon): GETATTRs answered in the addon from
+ * replies the vfs gave. What it must never do is answer stale: every change through the mount
+ * (write, truncate, chmod, utimes, rename, link, unlink, mkdir, a file held open) and every
+ * change the vfs hears of from elsewhere shows on the next stat exactly as on the disk.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import fs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { loadNative } from "../../src/fuse/raw/native.js";
+import { createStandaloneState } from "./helpers/state-backend.js";
+import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+
+const isRoot = process.getuid?.() === 0;
+const py = (code: string) => `python3 - <<'EOF'\n${code}\nEOF`;
+
+let root: string;
+let m: TestMount | undefined;
+
+async function mountDisk(): Promise<TestMount> {
+  const disk = new FilesystemBackend({ rootDir: root, virtualMode: true });
+  return mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw" });
+}
+
+beforeEach(async () => {
+  root = await fs.mkdtemp(path.join(tmpdir(), "backendfs-mirror-"));
+});
+afterEach(async () => {
+  await m?.close();
+  m = undefined;
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe.runIf(isRoot && loadNative().addon !== undefined)("the attribute mirror", () => {
+  it("answers a stat after writing without asking the vfs, and answers it right", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    await ok(py(`import os\nos.umask(0)\nfor i in range(200):\n    fd = os.open("f%03d" % i, os.O_CREAT | os.O_WRONLY, 0o600 + (i % 8))\n    os.write(fd, b"x" * i)\n    os.close(fd)`), dir);
+    const getattr = vi.spyOn(m.vfs, "getattr");
+    const out = await ok(py(`import os\nfor i in range(200):\n    s = os.stat("f%03d" % i)\n    print(i, s.st_size, oct(s.st_mode & 0o777))`), dir);
+    const lines = out.trim().split("\n");
+    expect(lines).toHaveLength(200);
+    lines.forEach((line, i) => expect(line).toBe(`${i} ${i} ${"0o" + (0o600 + (i % 8)).toString(8)}`));
+    // The kernel asked (its copy went with each write), and the addon answered from what was
+    // published when each file was closed: no stat reached the vfs.
+    expect(getattr.mock.calls.length).toBeLessThan(10);
+  });
+
+  it.each([7, 8, 9])("never answers stale: 400 random changes through the mount (seed %i), each followed by a stat of every name, equal the disk", async (seed) => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const script = `
+import os, random, errno
+random.seed(int(os.environ.get("SEED", "7")))
+mnt, disk = ${JSON.stringify(dir)}, ${JSON.stringify(root)}
+os.makedirs("sub", exist_ok=True)
+names = ["a", "b", "c", "sub/d", "sub/e"]
+held = {}
+def same(step, op):
+    for n in names + ["sub"]:
+        if n in held:
+            # Written and not yet saved: the disk has the old bytes; the name says what was written.
+            if os.lstat(os.path.join(mnt, n)).st_size != held[n][1]:
+                raise SystemExit("step %d (%s): %s shows %d bytes, %d were written to it" % (step, op, n, os.lstat(os.path.join(mnt, n)).st_size, held[n][1]))
+            continue
+        try: sm = os.lstat(os.path.join(mnt, n))
+        except FileNotFoundError: sm = None
+        try: sd = os.lstat(os.path.join(disk, n))
+        except FileNotFoundError: sd = None
+        if (sm is None) != (sd is None):
+            raise SystemExit("step %d (%s): %s exists on %s only" % (step, op, n, "mount" if sm else "disk"))
+        if sm is None: continue
+        got = (sm.st_size if n != "sub" else 0, oct(sm.st_mode), sm.st_nlink)
+        want = (sd.st_size if n != "sub" else 0, oct(sd.st_mode), sd.st_nlink)
+        # A file closed after writes shows its last write's time; the disk, the save's, a moment later.
+        if got != want or (n != "sub" and abs(sm.st_mtime_ns - sd.st_mtime_ns) >= 100_000_000):
+            raise SystemExit("step %d (%s): %s is %r mtime %d on the mount, %r mtime %d on disk" % (step, op, n, got, sm.st_mtime_ns, want, sd.st_mtime_ns))
+    for n, (fd, size) in held.items():
+        if os.fstat(fd).st_size != size:
+            raise SystemExit("step %d (%s): the open %s says %d bytes, %d were written" % (step, op, n, os.fstat(fd).st_size, size))
+for step in range(400):
+    n, other = random.choice(names), random.choice(names)
+    op = random.choice(["write", "append", "truncate", "chmod", "utime", "rename", "link", "unlink", "hold", "release", "stat"])
+    try:
+        if op in ("write", "append") and n in held: pass
+        elif op == "write":
+            with open(n, "wb") as f: f.write(os.urandom(random.randrange(0, 9000)))
+        elif op == "append":
+            with open(n, "ab") as f: f.write(os.urandom(random.randrange(1, 300)))
+        elif op == "truncate" and n not in held: os.truncate(n, random.randrange(0, 5000))
+        elif op == "chmod": os.chmod(n, random.choice([0o600, 0o644, 0o755, 0o400]))
+        elif op == "utime":
+            t = random.randrange(1_000_000_000, 1_700_000_000)
+            os.utime(n, (t, t))
+        elif op == "rename" and n not in held and other not in held: os.rename(n, other)
+        # A file held open is written through one name only (the model counts its bytes by name).
+        elif op == "link" and n != other and n not in held and other not in held: os.link(n, other)
+        elif op == "unlink" and n not in held: os.unlink(n)
+        elif op == "hold" and n not in held and (not os.path.exists(n) or os.lstat(n).st_nlink == 1):
+            fd = os.open(n, os.O_RDWR | os.O_CREAT, 0o644)
+            os.ftruncate(fd, 0)
+            data = os.urandom(random.randrange(1, 4000))
+            os.write(fd, data)
+            held[n] = (fd, len(data))
+        elif op == "hold" and n in held:
+            fd, size = held[n]
+            more = os.urandom(random.randrange(1, 3000))
+            os.pwrite(fd, more, size)
+            held[n] = (fd, size + len(more))
+        elif op == "release" and n in held:
+            os.close(held.pop(n)[0])
+    except OSError as e:
+        if e.errno not in (errno.ENOENT, errno.EEXIST, errno.EPERM, errno.EISDIR): raise
+    same(step, op + " " + n)
+for fd, _ in held.values(): os.close(fd)
+held.clear()
+same(400, "end")
+print("ok")
+`;
+    expect((await ok(`SEED=${seed} ${py(script)}`, dir, 120_000)).trim()).toBe("ok");
+  });
+
+  it("forgets what the vfs forgets: a change made on the disk shows as soon as the vfs hears of it", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    await ok(`printf 0123456789 > x`, dir);
+    // Published at close; the kernel's own copy went with the write.
+    await fs.writeFile(path.join(root, "x"), "01234567890123456789");
+    m.vfs.invalidate(["/fs/x"]);
+    expect((await ok(`stat -c %s x`, dir)).trim()).toBe("20");
+  });
+});
