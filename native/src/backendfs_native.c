@@ -89,9 +89,29 @@ static attr_mirror *mirror_arg(napi_env env, napi_value value) {
 }
 
 /*
+ * The kernel does not wait for the reply to a RELEASE or RELEASEDIR (it sends them in the
+ * background and ignores their errors), but the daemon must still write one: written here at
+ * once, the JS side only does the closing (and writes nothing back).
+ */
+static void acknowledge_release(int fd, const uint8_t *request, size_t length) {
+  uint32_t opcode;
+  if (length < 40) return;
+  memcpy(&opcode, request + 4, 4);
+  if (opcode != 18 /* RELEASE */ && opcode != 29 /* RELEASEDIR */) return;
+  uint8_t header[16];
+  uint32_t total = sizeof header;
+  int32_t error = 0;
+  memcpy(header, &total, 4);
+  memcpy(header + 4, &error, 4);
+  memcpy(header + 8, request + 8, 8); /* unique */
+  while (write(fd, header, sizeof header) < 0 && errno == EINTR) {}
+}
+
+/*
  * read(fd, buffer, mirror?) -> bytes of the next request JS is to handle, or -errno (EAGAIN:
  * nothing waiting; ENODEV: unmounted). With a mirror, the requests it answers are answered
- * here and never returned.
+ * here and never returned, and RELEASE and RELEASEDIR are acknowledged here before they are
+ * returned (acknowledge_release).
  */
 static napi_value device_read(napi_env env, napi_callback_info info) {
   ARGS(3);
@@ -112,7 +132,10 @@ static napi_value device_read(napi_env env, napi_callback_info info) {
     out = (int32_t)n;
     if (!mirror) break;
     mirror_arrived(mirror, data, (size_t)n);
-    if (!mirror_answer(mirror, fd, data, (size_t)n)) break;
+    if (!mirror_answer(mirror, fd, data, (size_t)n)) {
+      acknowledge_release(fd, data, (size_t)n);
+      break;
+    }
     if (++answered == ANSWER_BURST) {
       out = -EAGAIN;
       break;

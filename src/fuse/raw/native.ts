@@ -13,6 +13,13 @@ export interface DeviceWatch {
   readonly __brand: "DeviceWatch";
 }
 
+/**
+ * RELEASE and RELEASEDIR, which the kernel sends in the background and never waits for: with
+ * a mirror, the addon's read answers them at once (their errors were never the kernel's
+ * concern), and the closing itself is left to the vfs.
+ */
+export const ACKNOWLEDGED_BY_ADDON: ReadonlySet<number> = new Set([18, 29]);
+
 export interface MirrorHandle {
   readonly __brand: "MirrorHandle";
 }
@@ -21,7 +28,8 @@ export interface NativeAddon {
   /**
    * read(2) into `buffer`: bytes read, or -errno (-EAGAIN: nothing waiting; -ENODEV:
    * unmounted). With a mirror, the GETATTRs it can answer are answered there and the next
-   * request is read instead (attr-mirror.ts).
+   * request is read instead (attr-mirror.ts), and the requests of ACKNOWLEDGED_BY_ADDON are
+   * answered before they are returned: the caller handles them and writes no reply.
    */
   read(fd: number, buffer: Buffer, mirror?: MirrorHandle): number;
   /**

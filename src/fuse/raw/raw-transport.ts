@@ -20,7 +20,7 @@ import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, r
 import { AttrMirror } from "./attr-mirror.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
-import { loadNative } from "./native.js";
+import { ACKNOWLEDGED_BY_ADDON, loadNative } from "./native.js";
 import { RequestHandler } from "./request-handler.js";
 import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
 
@@ -91,6 +91,8 @@ export class RawTransport implements Transport {
     const answer = handler.handle(header, body);
     const done = () => reader.recycle(request.buffer as ArrayBuffer);
     if (answer === undefined) return done(); // FORGET, BATCH_FORGET, INTERRUPT: no reply
+    // Answered by the addon as it was read (a release): handled here, never answered again.
+    const acknowledged = this.mirror !== undefined && ACKNOWLEDGED_BY_ADDON.has(header.opcode);
     let replied = false;
     reader.inFlight[0]!++;
     const reply = (error: number, payload: Buffer[]) => {
@@ -98,7 +100,7 @@ export class RawTransport implements Transport {
       replied = true;
       reader.inFlight[0]!--;
       cancel();
-      this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
+      if (!acknowledged) this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
     };
     // The transport's own ceiling: a request never stays unanswered (the vfs times out sooner).
     // The vfs's sweep serves it: a timer per request cost a setTimeout and a clearTimeout each.
