@@ -26,6 +26,11 @@
  *        [--cli PATH (another build's dist/cli/main.js, e.g. a worktree of an older commit; nothing is built)]
  *        [--json FILE (the seconds per workload and target)]
  *        [--base-cli PATH with --transports raw,raw@base: before and after side by side in one run]
+ *        [--rounds N (the whole plan N times, in alternating order; each figure is the median)]
+ *
+ * Rounds: this VM's speed drifts for minutes at a time (the loop image's writeback to the
+ * root disk, the host's neighbours), and one round runs each target minutes after the last;
+ * alternating the order and taking medians keeps a slow spell from landing on one target.
  */
 import { execFile, spawn } from "node:child_process";
 import { existsSync, readdirSync, statSync, writeFileSync, mkdirSync, copyFileSync, rmSync, readFileSync, mkdtempSync } from "node:fs";
@@ -49,6 +54,7 @@ const TRANSPORTS = option("--transports", "fuse-native").split(",");
 const targetKey = (route, transport) => (transport === "fuse-native" ? route : `${route}-${transport}`);
 const routeOf = (key) => key.split("-")[0];
 const VERBOSE_LOG = option("--verbose-log", "");
+const ROUNDS = Math.max(1, Number(option("--rounds", "1")));
 const CLI = path.resolve(option("--cli", path.join(repo, "dist/cli/main.js")));
 /** `--transports raw,raw@base --base-cli PATH`: a transport name ending @base mounts with that other build, in the same run. */
 const BASE_CLI = option("--base-cli", "");
@@ -234,11 +240,19 @@ function generateTree(into, count) {
 
 // ---------------------------------------------------------------- workloads
 
-const rows = new Map(); // row name -> { disk, fs, state }
+const samples = new Map(); // row name -> { target: seconds of each round }
 const notes = [];
 function rowsSet(row, target, seconds) {
-  if (!rows.has(row)) rows.set(row, {});
-  rows.get(row)[target] = seconds;
+  if (!samples.has(row)) samples.set(row, {});
+  (samples.get(row)[target] ??= []).push(seconds);
+}
+/** Row name -> { target: the median of its rounds (NaN when every round failed) }. */
+function medians() {
+  const median = (values) => {
+    const ok = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+    return ok.length === 0 ? NaN : ok.length % 2 ? ok[(ok.length - 1) / 2] : (ok[ok.length / 2 - 1] + ok[ok.length / 2]) / 2;
+  };
+  return new Map([...samples].map(([row, t]) => [row, Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)]))]));
 }
 function record(row, target, seconds) {
   rowsSet(row, target, seconds);
@@ -327,6 +341,8 @@ async function benchTarget(target, files, treeSrc) {
 
   // A source tree: cp -r in, then grep -r cold and warm, ls -lR.
   const tree = path.join(base, `tree${files}`);
+  await sh(`rm -rf '${tree}'`); // an earlier round's
+  await settle(base);
   await attempt(`cp -r tree in${n}`, target, () => sh(`cp -r '${treeSrc}' '${tree}'`));
   await fresh();
   const grep = () => sh(`grep -r -c 'require(' '${tree}' | awk -F: '{s+=$NF} END {print NR, s}'`);
@@ -365,7 +381,7 @@ async function main() {
       ["state", STATE_FILES, dirs.treeSmall, t],
     ]),
   ];
-  for (const [route, files, treeSrc, t] of plan) {
+  for (let round = 0; round < ROUNDS; round++) for (const [route, files, treeSrc, t] of round % 2 ? [...plan].reverse() : plan) {
     if (!ONLY.includes(route)) continue;
     if (t !== undefined && t !== transport) {
       await stopMount();
@@ -389,10 +405,12 @@ async function main() {
   await stopMount();
   for (const [target, c] of Object.entries(checks)) notes.push(`${target}: grep (files, matches) = ${c.grep}; ls -lR lines = ${c.ls}`);
   if (!canDropCaches) notes.push("drop_caches not permitted (not root): cold = fresh mount only");
+  if (ROUNDS > 1) notes.push(`each figure: the median of ${ROUNDS} rounds, the targets in alternating order`);
   printTable();
 }
 
 function printTable() {
+  const rows = medians();
   const fmt = (s) => (s === undefined ? "-" : Number.isNaN(s) ? "fail" : s < 10 ? s.toFixed(3) : s.toFixed(1));
   const ratio = (m, d) => (m === undefined || d === undefined ? "-" : (m / d).toFixed(2));
   const mounts = Object.keys(targets).filter((k) => k !== "disk" && ONLY.includes(routeOf(k)) && [...rows.values()].some((t) => k in t));
@@ -426,7 +444,7 @@ function printTable() {
   console.log(`* the state route runs ${STATE_SEQ_MIB} MiB of ASCII text sequential and ${STATE_FILES} files (the disk alongside at the same sizes): see SEMANTICS.md, Performance`);
   console.log("* times are wall clock of the whole command (fio/cp/grep/ls start-up included, on disk too); small-file phases are timed inside python");
   for (const n of notes) console.log(`* ${n}`);
-  if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ sizeMib: SIZE_MIB, files: FILES, stateFiles: STATE_FILES, rows: Object.fromEntries(rows), notes }, null, 2));
+  if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ sizeMib: SIZE_MIB, files: FILES, stateFiles: STATE_FILES, rows: Object.fromEntries(rows), rounds: Object.fromEntries(samples), notes }, null, 2));
 }
 
 let cleaned = false;
