@@ -456,7 +456,7 @@ export class Vfs {
     if (!file?.local) await this.deleteInBackend(path);
     if (file) this.detach(file);
     this.forget(path);
-    await this.linkCountChanged(attr);
+    await this.linkCountChanged(attr.posix);
     this.keepParent(path);
     this.entriesChanged(parentOf(path));
   }
@@ -465,8 +465,7 @@ export class Vfs {
    * A file with other names lost or gained one: what is remembered of those names (their
    * cached attributes, an open file's) says the old link count, so it is asked again.
    */
-  private async linkCountChanged(attr: Attr | undefined): Promise<void> {
-    const posix = attr?.posix;
+  private async linkCountChanged(posix: PosixAttributes | undefined): Promise<void> {
     if (!posix || posix.ino === 0 || posix.nlink < 2) return;
     const same = (other: PosixAttributes | undefined) => other?.ino === posix.ino && other.dev === posix.dev;
     const names: string[] = [];
@@ -575,7 +574,7 @@ export class Vfs {
     this.forget(from);
     this.forget(to);
     // A file replaced here may live on under other names, with one link fewer.
-    if (toAttr && !toAttr.isDir) await this.linkCountChanged(toAttr);
+    if (toAttr && !toAttr.isDir) await this.linkCountChanged(toAttr.posix);
     if (fromAttr.isDir) {
       this.forgetAllAttributes();
     } else {
@@ -663,11 +662,13 @@ export class Vfs {
     // What the mount holds of it goes first: the new name shares the backend's file.
     const open = this.files.get(existing);
     if (open && (open.dirty || open.local)) await this.upload(open);
+    // The file as the backend now has it (the upload may have made it a new one).
+    const linked = open?.posix ?? attr.posix;
     await this.makeNode(path, undefined, "hard links", (backend) => backend.link(existing, path));
     // Its link count and ctime changed, under every name it has.
     this.forget(existing);
     this.addToListing(existing, false);
-    await this.linkCountChanged({ ...attr, posix: attr.posix && { ...attr.posix, nlink: Math.max(2, attr.posix.nlink) } });
+    await this.linkCountChanged(linked && { ...linked, nlink: Math.max(2, linked.nlink) });
   }
 
   /** A regular file is made as an empty file; fifos, sockets and devices where the backend keeps them. */

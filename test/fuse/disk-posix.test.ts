@@ -97,6 +97,27 @@ describe.each(TRANSPORTS)("a disk route behaves like the disk (%s transport)", (
     expect(out).toBe("3\none\ntwo\n600 3\n1\nsame-ino\n");
   });
 
+  it("a link or unlink shows at once in the link count of every other name, and of a file held open", async () => {
+    // fuse-native: after the kernel's attribute cache expires (see above).
+    const script = [
+      "import os, time",
+      `pause = lambda: time.sleep(${transport === "fuse-native" ? 1.2 : 0})`,
+      "os.makedirs('nl', exist_ok=True); os.chdir('nl')",
+      "open('a', 'w').write('x'); os.link('a', 'b')",
+      "os.stat('a'); os.stat('b')",
+      "os.unlink('b'); pause()",
+      "print(os.stat('a').st_nlink)",
+      "fd = os.open('c', os.O_RDWR | os.O_CREAT, 0o644); os.write(fd, b'held')",
+      "os.link('c', 'd'); pause()",
+      "print(os.stat('c').st_nlink, os.stat('d').st_nlink, os.fstat(fd).st_nlink)",
+      "os.unlink('d'); pause()",
+      "print(os.stat('c').st_nlink, os.fstat(fd).st_nlink)",
+      "os.close(fd)",
+    ].join("\n");
+    const out = await ok(`python3 - <<'EOF'\n${script}\nEOF`, ws);
+    expect(out).toBe("1\n2 2 2\n1 1\n");
+  });
+
   it("git clone of a repository with a symlink and an executable, then git status is clean", async () => {
     await ok(
       [

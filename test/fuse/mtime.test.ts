@@ -56,3 +56,37 @@ describe.each([
     expect(changed.trim()).not.toBe(written);
   });
 });
+
+describe.each([
+  { name: "state", dir: "" },
+  { name: "filesystem route", dir: "/disk" },
+])("utime of a file open and written: $name", ({ dir }) => {
+  it("shows at once, holds through its close, and a write after it moves it again", async () => {
+    // Also while dirty: w.txt is written, utime'd and closed without a write in between.
+    const script = [
+      "import os, time",
+      // Held open while another handle writes and closes (its save leaves the file clean), then utime.
+      "fd = os.open('u.txt', os.O_RDWR | os.O_CREAT, 0o644)",
+      "os.write(fd, b'x')",
+      "with open('u.txt', 'ab') as f: f.write(b'more')",
+      "os.utime('u.txt', (1114206031, 1114206031))",
+      "print(int(os.stat('u.txt').st_mtime))",
+      "os.close(fd)",
+      "print(int(os.stat('u.txt').st_mtime))",
+      "fd = os.open('w.txt', os.O_RDWR | os.O_CREAT, 0o644)",
+      "os.write(fd, b'x')",
+      "os.utime('w.txt', (1114206031, 1114206031))",
+      "print(int(os.stat('w.txt').st_mtime))",
+      "os.close(fd)",
+      "print(int(os.stat('w.txt').st_mtime))",
+      "fd = os.open('v.txt', os.O_RDWR | os.O_CREAT, 0o644)",
+      "os.write(fd, b'x')",
+      "os.utime('v.txt', (1114206031, 1114206031))",
+      "os.write(fd, b'y')",
+      "os.close(fd)",
+      "print(abs(os.stat('v.txt').st_mtime - time.time()) < 60)",
+    ].join("\n");
+    const out = await ok(`python3 - <<'EOF'\n${script}\nEOF\nsleep ${(TTL_MS * 4) / 1000} && stat -c %Y u.txt w.txt`, m.dir + dir);
+    expect(out.trim().split("\n")).toEqual(["1114206031", "1114206031", "1114206031", "1114206031", "True", "1114206031", "1114206031"]);
+  });
+});

@@ -80,9 +80,14 @@ export class InodeTable {
     return hiddenPath;
   }
 
+  /**
+   * Whether the path names an open node's file as the vfs has it open: the node's own path
+   * (its handles were opened through that one). Another name of it (a hard link) is not.
+   */
   isOpen(path: string): boolean {
     const id = this.byPath.get(path);
-    return id !== undefined && (this.nodes.get(id)?.opens ?? 0) > 0;
+    const node = id === undefined ? undefined : this.nodes.get(id);
+    return node !== undefined && node.opens > 0 && node.path === path;
   }
 
   /** The path no longer names the node (unlink, rmdir, replaced by a rename); a node with other names goes on under one of them. */
