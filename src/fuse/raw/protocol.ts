@@ -87,6 +87,21 @@ export function encodeOutHeader(unique: bigint, error: number, payloadLength: nu
   return out;
 }
 
+/** Messages the daemon sends unasked: an out header with unique 0 and the code as its error. */
+export const NotifyCode = { INVAL_INODE: 2 } as const;
+
+/**
+ * FUSE_NOTIFY_INVAL_INODE: the kernel forgets a node's attributes and, from `offset` on
+ * (`length` 0: to the end; offset -1: none), its cached pages.
+ */
+export function encodeNotifyInvalInode(nodeid: number, offset = 0, length = 0): Buffer[] {
+  const body = Buffer.alloc(24);
+  body.writeBigUInt64LE(BigInt(nodeid), 0);
+  body.writeBigInt64LE(BigInt(offset), 8);
+  body.writeBigInt64LE(BigInt(length), 16);
+  return [encodeOutHeader(0n, NotifyCode.INVAL_INODE, body.length), body];
+}
+
 /** The NUL-terminated names after a request's fixed part. */
 export function decodeNames(body: Buffer, count: number): string[] {
   const names: string[] = [];

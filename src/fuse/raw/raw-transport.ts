@@ -11,7 +11,7 @@
  * the loop.
  */
 import type { ChildProcess } from "node:child_process";
-import { close, writevSync } from "node:fs";
+import { close, writev, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
@@ -62,7 +62,8 @@ export class RawTransport implements Transport {
     const mirror = addon && process.env.BACKENDFS_ATTR_MIRROR !== "0" ? new AttrMirror(addon) : undefined;
     this.mirror = mirror;
     const debug = options.debug ? (line: string) => process.stderr.write(`fuse: ${line}\n`) : undefined;
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, log });
+    const notify = (message: Buffer[]) => this.notify(message);
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, notify, log });
     this.handler = handler;
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
@@ -116,6 +117,16 @@ export class RawTransport implements Transport {
         done();
       },
     );
+  }
+
+  /**
+   * A notification, written from the libuv pool, never the loop: the kernel may have to wait
+   * for a lock (a page, a directory) that a request still to be answered by this loop holds.
+   */
+  private notify(message: Buffer[]): void {
+    if (!this.handler) return;
+    // ENOENT: the kernel no longer holds the node; ENODEV: unmounted. Nothing to do either way.
+    writev(this.fd, message, () => undefined);
   }
 
   private write(buffers: Buffer[]): void {

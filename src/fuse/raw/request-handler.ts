@@ -9,7 +9,7 @@ import type { AttrMirror } from "./attr-mirror.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
-  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeOpenOut,
+  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNotifyInvalInode, encodeOpenOut,
   encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
   RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
@@ -22,6 +22,8 @@ const S_IFDIR = 0o040000;
 const S_IFMT = 0o170000;
 /** libfuse's ino for a listed entry the kernel has not looked up. */
 const UNKNOWN_INO = 0xffffffff;
+/** Paths changed elsewhere the kernel is told of at once, at most (beyond: its timeouts). */
+const NOTIFY_AT_MOST = 4096;
 const WANTED_FLAGS =
   InitFlag.ASYNC_READ | InitFlag.ATOMIC_O_TRUNC | InitFlag.BIG_WRITES | InitFlag.AUTO_INVAL_DATA |
   InitFlag.DO_READDIRPLUS | InitFlag.PARALLEL_DIROPS | InitFlag.MAX_PAGES;
@@ -42,6 +44,8 @@ export interface HandlerExtras {
   backings?: Backings;
   /** The addon's attribute mirror: GETATTR replies published here are answered there. */
   mirror?: AttrMirror;
+  /** Sends a notification to the kernel (never from the loop's thread: see RawTransport.notify). */
+  notify?: (message: Buffer[]) => void;
   log?: (line: string) => void;
 }
 
@@ -73,6 +77,7 @@ export class RequestHandler {
   private readonly debug: ((line: string) => void) | undefined;
   private readonly backings: Backings | undefined;
   private readonly mirror: AttrMirror | undefined;
+  private readonly notify: ((message: Buffer[]) => void) | undefined;
   private readonly log: ((line: string) => void) | undefined;
 
   constructor(
@@ -81,11 +86,11 @@ export class RequestHandler {
     private readonly pool: BufferPool,
     extras: HandlerExtras = {},
   ) {
-    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, log: this.log } = extras);
+    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, notify: this.notify, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
-    if (this.mirror) ops.onInvalidate?.((paths) => this.forgetMirrored(paths));
+    if (this.mirror || this.notify) ops.onInvalidate?.((paths) => this.changedElsewhere(paths));
   }
 
   /** The reply's payload, or undefined for requests that get no reply. */
@@ -154,12 +159,20 @@ export class RequestHandler {
     );
   }
 
-  /** The vfs forgot these paths' attributes (a change elsewhere): so does the mirror. */
-  private forgetMirrored(paths: string[] | "all"): void {
-    if (paths === "all") return this.mirror!.clear();
+  /**
+   * The vfs forgot these paths' attributes (changed elsewhere): so does the mirror, and the
+   * kernel forgets the attributes and pages of those it holds, so a change shows now rather
+   * than when its caches time out. "all" (a backend that cannot say what changed) and floods
+   * of more than NOTIFY_AT_MOST paths leave the kernel to its timeouts.
+   */
+  private changedElsewhere(paths: string[] | "all"): void {
+    if (paths === "all") return this.mirror?.clear();
+    const notify = this.notify && paths.length <= NOTIFY_AT_MOST ? this.notify : undefined;
     for (const path of paths) {
       const nodeid = this.inodes.nodeAt(path);
-      if (nodeid !== undefined) this.mirror!.drop(nodeid);
+      if (nodeid === undefined) continue;
+      this.mirror?.drop(nodeid);
+      notify?.(encodeNotifyInvalInode(nodeid));
     }
   }
 

@@ -1,0 +1,54 @@
+/**
+ * A change made elsewhere reaches the kernel at once (raw transport): when the vfs's change
+ * feed reports a path, the kernel is told to forget that node's attributes and pages
+ * (FUSE_NOTIFY_INVAL_INODE), so a mount whose kernel timeouts are long still shows the change
+ * within the feed's interval, not the timeout's.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import fs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend } from "../../src/backends/composite.js";
+import { StoreBackend } from "../../src/backends/store.js";
+import { SqliteStore } from "../../src/stores/sqlite-store.js";
+import { createStandaloneState } from "./helpers/state-backend.js";
+import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+
+const isRoot = process.getuid?.() === 0;
+
+let tmp: string;
+let m: TestMount | undefined;
+
+beforeEach(async () => {
+  tmp = await fs.mkdtemp(path.join(tmpdir(), "backendfs-notify-"));
+});
+afterEach(async () => {
+  await m?.close();
+  m = undefined;
+  await fs.rm(tmp, { recursive: true, force: true });
+});
+
+/** Polls `check` until it is true or `ms` passed; returns whether it became true. */
+async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (await check()) return true;
+  return check();
+}
+
+describe.runIf(isRoot)("kernel notifications", () => {
+  it("a file changed in the store shows on a mount with 60 s kernel timeouts within the feed's interval", async () => {
+    const store = new StoreBackend({ store: new SqliteStore(path.join(tmp, "store.db")), namespace: ["notify"] });
+    m = await mountForTest(new CompositeBackend(createStandaloneState(), { "/store/": store }), {
+      transport: "raw",
+      attrTimeoutSec: 60,
+      vfs: { attrTimeoutMs: 300 },
+    });
+    const dir = path.join(m.dir, "store");
+    await ok(`printf hello > f.txt && sync f.txt`, dir);
+    // Read through the kernel: its attributes and pages are now cached for a minute.
+    expect(await ok(`stat -c %s f.txt && cat f.txt`, dir)).toBe("5\nhello");
+    const [written] = await store.uploadFiles([["/f.txt", new TextEncoder().encode("hello, world")]]);
+    expect(written?.error).toBeFalsy();
+    const shows = await eventually(async () => (await ok(`stat -c %s f.txt && cat f.txt`, dir)) === "12\nhello, world", 5000);
+    expect(shows).toBe(true);
+  });
+});
