@@ -672,7 +672,10 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
 
   /**
    * One token for all backends: a JSON object of each backend's own token, keyed by route
-   * prefix ("" for the default). A backend that cannot track changes makes the answer "all".
+   * prefix ("" for the default). A backend that cannot track changes adds nothing: what is
+   * cached of it expires with the attribute TTL, as for any backend without a change feed.
+   * (It used to make every answer "all", which made a mount forget every route's attributes,
+   * and its kernel every page, at each poll.)
    */
   async changesSince(token: string | null): Promise<ChangeSet> {
     let previous: Record<string, string | null> = {};
@@ -689,7 +692,6 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     for (const { route, backend } of this.allBackends()) {
       const key = route ? route.prefix : "";
       if (!canTrackChanges(backend)) {
-        all = true;
         next[key] = null;
         continue;
       }
