@@ -131,7 +131,11 @@ export class RequestHandler {
       (payload) => {
         settled();
         switch (h.opcode) {
-          case Op.RELEASE: case Op.SETATTR: case Op.FSYNC:
+          case Op.RELEASE:
+            // A read-only handle changed nothing the kernel has to ask about again.
+            if ((body.readUInt32LE(8) & O_ACCMODE) !== 0) this.republish(mirror, h.nodeid);
+            break;
+          case Op.SETATTR: case Op.FSYNC:
           case Op.CREATE: case Op.MKDIR: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
             this.republish(mirror, h.nodeid);
             break;
