@@ -118,6 +118,9 @@ export class Connections {
       } else {
         const { PostgresStore } = await import("@langchain/langgraph-checkpoint-postgres/store");
         const postgresStore = new PostgresStore({ connectionOptions: c.url });
+        // It makes a pool of its own, with no error listener: an idle client's error (a server
+        // restart, a database dropped with FORCE) would be an uncaught exception. Ours have one.
+        (postgresStore as unknown as { core?: { pool?: pg.Pool } }).core?.pool?.on("error", () => undefined);
         this.closers.push(() => postgresStore.stop());
         const { underMigrationLock } = await import("../stores/pg-transaction.js");
         await underMigrationLock(await this.pool(c.url), () => postgresStore.setup());

@@ -16,20 +16,26 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
 });
 
+/** A database created for the test (dropped after it), and the admin connection that made it. */
+async function scratchDatabase(prefix: string): Promise<{ url: URL; name: string; admin: pg.Client }> {
+  const base = new URL(pgTestUrl()!);
+  const name = `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
+  const admin = new pg.Client({ connectionString: base.toString() });
+  admin.on("error", () => undefined);
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  cleanups.push(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  });
+  const url = new URL(base.toString());
+  url.pathname = `/${name}`;
+  return { url, name, admin };
+}
+
 describePg("schema migrations on a fresh PostgreSQL database", () => {
   it("six processes' worth of checkpointers and stores opened at once all succeed", async () => {
-    const base = new URL(pgTestUrl()!);
-    const name = `bfs_migr_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-    const admin = new pg.Client({ connectionString: base.toString() });
-    admin.on("error", () => undefined);
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name}`);
-    cleanups.push(async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await admin.end();
-    });
-    const url = new URL(base.toString());
-    url.pathname = `/${name}`;
+    const { url } = await scratchDatabase("bfs_migr");
 
     const pools = Array.from({ length: 4 }, () => new pg.Pool({ connectionString: url.toString(), max: 2 }));
     for (const pool of pools) {
@@ -46,4 +52,28 @@ describePg("schema migrations on a fresh PostgreSQL database", () => {
     const migrations = await pools[0].query("SELECT count(*)::int AS n FROM checkpoint_migrations");
     expect(migrations.rows[0].n).toBeGreaterThan(0);
   }, 60_000);
+});
+
+describePg("a PostgreSQL store whose connections the server ends", () => {
+  it("survives: an idle client's error in the store's own pool is no uncaught exception", async () => {
+    const { url, name, admin } = await scratchDatabase("bfs_term");
+    const connections = new Connections();
+    cleanups.push(() => connections.close());
+    const store = await connections.store({ kind: "postgres", url: url.toString() });
+    await store.put(["t"], "k", { v: 1 });
+    // Idle clients sit in the store's pool now; the server ends them (a restart, DROP ... FORCE).
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => uncaught.push(error);
+    process.on("uncaughtException", onUncaught);
+    try {
+      const ended = await admin.query("SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()", [name]);
+      expect(ended.rows[0].n).toBeGreaterThan(0);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    } finally {
+      process.off("uncaughtException", onUncaught);
+    }
+    expect(uncaught).toEqual([]);
+    // And it still works: the pool makes new connections.
+    expect((await store.get(["t"], "k"))?.value).toEqual({ v: 1 });
+  }, 30_000);
 });
