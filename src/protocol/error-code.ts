@@ -30,6 +30,8 @@ export type ErrorCode =
   | "unavailable"
   | "unsupported"
   | "timed_out"
+  /** The host ran out of file descriptors (EMFILE, ENFILE): nothing is wrong with the file. */
+  | "too_many_open_files"
   | "io_error";
 
 const CODE: unique symbol = Symbol.for("backendfs.errorCode") as never;
@@ -88,6 +90,8 @@ const SYSTEM_CODES: Record<string, ErrorCode> = {
   EDQUOT: "no_space",
   EBUSY: "busy",
   ETIMEDOUT: "timed_out",
+  EMFILE: "too_many_open_files",
+  ENFILE: "too_many_open_files",
   ENOTSUP: "unsupported",
   EOPNOTSUPP: "unsupported",
   ENOSYS: "unsupported",

@@ -21,6 +21,7 @@ export const Errno = {
   ENOTDIR: 20,
   EISDIR: 21,
   EINVAL: 22,
+  EMFILE: 24,
   EFBIG: 27,
   ENOSPC: 28,
   EROFS: 30,
@@ -57,6 +58,7 @@ const ERRNO_OF_CODE: Record<ErrorCode, ErrnoName> = {
   unavailable: "EIO",
   unsupported: "ENOTSUP",
   timed_out: "ETIMEDOUT",
+  too_many_open_files: "EMFILE",
   io_error: "EIO",
 };
 
