@@ -76,4 +76,9 @@ export interface VfsOptions {
    * without creating anything in a backend. Where the backend has an entry, it is served.
    */
   mountPoints?: readonly string[];
+  /**
+   * Disk files held open for the kernel (FUSE passthrough) at most; past it a file only read
+   * is served from a buffer. Default: half the process's descriptor limit (host-budget.ts).
+   */
+  hostFilesMax?: number;
 }

@@ -32,6 +32,7 @@ import {
   isPathWithin,
   MAX_NAME_BYTES,
   parentOf,
+  reasonOf,
   type AnyBackendProtocol,
   type BackendProtocolV2,
   type FileInfo,
@@ -46,6 +47,7 @@ import {
   type UploadFromBaseResponse,
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
+import { defaultHostFilesMax } from "./host-budget.js";
 import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
@@ -122,9 +124,6 @@ const XATTR_PREFIX = "user.backendfs.";
 const READ_BUFFER_BYTES = 1024 * 1024;
 const READ_BUFFERS_KEPT = 4;
 
-/** Files opened only for reading are handed to the kernel (FUSE passthrough) from this size on (see open). */
-const HOST_READ_MIN_BYTES = 128 * 1024;
-
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
 
@@ -181,6 +180,8 @@ export class Vfs {
   private readonly handles = new Map<number, Handle>();
   private readonly invalidationListeners: Array<(paths: string[] | "all") => void> = [];
   private nextHandle = 1;
+  /** Open files whose disk file the kernel has (FUSE passthrough), against options.hostFilesMax. */
+  private hostFiles = 0;
   private localVersion = 0;
   private readonly mountedAt = Date.now();
   private stopWatching: (() => void) | undefined;
@@ -196,6 +197,7 @@ export class Vfs {
       gid: options.gid ?? process.getgid?.() ?? 0,
       access: options.access,
       log: options.log,
+      hostFilesMax: options.hostFilesMax ?? defaultHostFilesMax(),
     };
     this.hasXattrs = canXattrs(this.backend);
     this.pages = new PageCache(this.options.cacheSizeBytes);
@@ -277,12 +279,11 @@ export class Vfs {
     this.check(writable ? "write" : "read", path);
     const attr = await this.attr(path);
     if (attr.isDir && writable) throw new FsError("EISDIR", path);
-    // A file already in the kernel's hands stays there whatever this transport can do. A
-    // small file only read is not handed over: it is one READ, and its pages then stay in the
-    // kernel's cache across opens (FOPEN_KEEP_CACHE), which is cheaper than registering a
-    // backing file on every open.
-    const small = !writable && attr.size < HOST_READ_MIN_BYTES;
-    if (((host && !small) || this.files.get(path)?.host) && !attr.isDir) {
+    // A file already in the kernel's hands stays there whatever this transport can do. A file
+    // only read is handed over whatever its size: the kernel then reads it from the disk's own
+    // page cache, where a buffered open costs a READ round trip for every file the kernel has
+    // no pages of (each one a save has just replaced, every file after a remount).
+    if ((host || this.files.get(path)?.host) && !attr.isDir) {
       const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0);
       if (fh !== undefined) return fh;
     }
@@ -1312,9 +1313,12 @@ export class Vfs {
     let file = this.files.get(path);
     if (!file?.host) {
       if (file) return undefined;
+      if (!writable && this.hostFiles >= this.options.hostFilesMax) return undefined;
       const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined;
       if (writable && limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
       const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace }));
+      // Out of descriptors: a reader is served from a buffer instead (a descriptor only while it reads).
+      if (result.error && !writable && reasonOf(result, [path]) === "too_many_open_files") return undefined;
       if (result.error) throw backendError(result, "open", path);
       if (!result.file) return undefined;
       // Another open may have won the race meanwhile: it decides.
@@ -1325,6 +1329,7 @@ export class Vfs {
       }
       file = this.acquire(path);
       file.host = result.file;
+      this.hostFiles++;
     } else {
       file.refs++;
       if (replace) file.host.truncate(0);
@@ -1357,6 +1362,7 @@ export class Vfs {
     // What the kernel left is what the path holds now: its attributes are known (no stat at the next lookup).
     const final = host.mayHaveChanged && !file.detached && !file.dirty ? host.stat() : undefined;
     file.host = undefined;
+    this.hostFiles--;
     host.close();
     if (!host.mayHaveChanged) return;
     this.contentChanged(file.path);
