@@ -502,6 +502,10 @@ export class Vfs {
       this.overlays.set(path, { mode: perm });
     }
     this.addToListing(path, true);
+    // A directory just made is empty: the names looked up in it before it is first listed
+    // (every file of a `cp -r`, `tar x` or `git checkout`, looked up before it is created)
+    // are answered without a round trip, while the listing is fresh.
+    if (!unlisted) this.listings.set(path, new Map());
     this.entriesChanged(path);
     this.subdirsChanged(parentOf(path));
   }

@@ -59,3 +59,29 @@ describe("readdir with the entries' stats", () => {
     expect(backend.downloads).toBe(0);
   });
 });
+
+describe("a directory made through the mount", () => {
+  it("answers lookups of missing names in it from memory until it is first listed, as `cp -r` and `tar x` look up every name before creating it", async () => {
+    await vfs.mkdir("/fs/made", 0o755);
+    const before = backend.stats;
+    for (let i = 0; i < 20; i++) await expect(vfs.getattr(`/fs/made/f${i}.txt`)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(backend.stats - before).toBe(0);
+    // What is then made in it is found, and listed with what another writer put there.
+    const fh = await vfs.create("/fs/made/f3.txt", 0o644);
+    await vfs.release(fh);
+    expect((await vfs.getattr("/fs/made/f3.txt")).size).toBe(0);
+    expect((await vfs.readdir("/fs/made")).map((e) => e.name)).toEqual(["f3.txt"]);
+  });
+
+  it("still sees a name made beside the mount once its listing has expired", async () => {
+    const quick = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": new CountingFilesystem({ rootDir: root, virtualMode: true }) }), { attrTimeoutMs: 50 });
+    try {
+      await quick.mkdir("/fs/made", 0o755);
+      await fs.writeFile(path.join(root, "made/elsewhere.txt"), "abc");
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      expect((await quick.getattr("/fs/made/elsewhere.txt")).size).toBe(3);
+    } finally {
+      await quick.close();
+    }
+  });
+});
