@@ -210,7 +210,6 @@ int mirror_answer(attr_mirror *mirror, int fd, const uint8_t *request, size_t le
   struct iovec parts[2] = {{header, OUT_HEADER_SIZE}, {s->attr_out, ATTR_OUT_SIZE}};
   /* ENOENT: the request was interrupted meanwhile; nothing to answer, it was answered all the same. */
   while (writev(fd, parts, 2) < 0 && errno == EINTR) {}
-  mirror->shared[1] = (int32_t)((uint32_t)mirror->shared[1] + 1);
   return 1;
 }
 

@@ -15,7 +15,7 @@ typedef struct attr_mirror attr_mirror;
 
 /*
  * `shared` is the JS side's Int32Array: [0] the epoch (moved by every drop, so that a
- * publish computed before a change of its node is refused), [1] requests answered here.
+ * publish computed before a change of its node is refused).
  */
 attr_mirror *mirror_new(uint32_t slots, int32_t *shared);
 void mirror_free(attr_mirror *mirror);

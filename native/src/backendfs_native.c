@@ -154,14 +154,14 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
   free(handle);
 }
 
-/* createMirror(shared: Int32Array(2+), slots) -> mirror (freed with its last JS reference). */
+/* createMirror(shared: Int32Array(1+), slots) -> mirror (freed with its last JS reference). */
 static napi_value create_mirror(napi_env env, napi_callback_info info) {
   ARGS(2);
   napi_typedarray_type type;
   size_t count;
   void *shared;
-  if (argc < 2 || napi_get_typedarray_info(env, argv[0], &type, &count, &shared, NULL, NULL) != napi_ok || type != napi_int32_array || count < 2) {
-    napi_throw_type_error(env, NULL, "createMirror: shared must be an Int32Array of 2");
+  if (argc < 2 || napi_get_typedarray_info(env, argv[0], &type, &count, &shared, NULL, NULL) != napi_ok || type != napi_int32_array || count < 1) {
+    napi_throw_type_error(env, NULL, "createMirror: shared must be an Int32Array");
     return NULL;
   }
   mirror_handle *handle = calloc(1, sizeof *handle);

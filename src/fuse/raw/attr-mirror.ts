@@ -16,7 +16,7 @@ const SLOTS = 1 << 16;
 
 export class AttrMirror {
   readonly handle: MirrorHandle;
-  private readonly shared = new Int32Array(2);
+  private readonly shared = new Int32Array(1);
 
   constructor(private readonly addon: NativeAddon) {
     this.handle = addon.createMirror(this.shared, SLOTS);
@@ -25,11 +25,6 @@ export class AttrMirror {
   /** Moves with every drop; a publish carries the value read before its attributes were computed. */
   get epoch(): number {
     return this.shared[0]!;
-  }
-
-  /** GETATTRs the addon answered (for tests and diagnostics). */
-  get answered(): number {
-    return this.shared[1]! >>> 0;
   }
 
   /** `attrOut`: the fuse_attr_out just sent (or to send) for the node. */

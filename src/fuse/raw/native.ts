@@ -42,7 +42,7 @@ export interface NativeAddon {
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
   backingClose(devFd: number, id: number): void;
-  /** `shared`: [0] the epoch, [1] GETATTRs answered natively (both written by the addon). */
+  /** `shared`: [0] the epoch (written by the addon). */
   createMirror(shared: Int32Array, slots: number): MirrorHandle;
   mirrorPublish(mirror: MirrorHandle, nodeid: number, attrOut: Buffer, ttlMs: number, epoch: number): boolean;
   mirrorSettled(mirror: MirrorHandle, opcode: number, nodeid: number, openFlags: number): void;
