@@ -48,6 +48,7 @@ import {
 } from "../protocol/index.js";
 import { backendError, FsError, toFsError } from "./errno.js";
 import { defaultHostFilesMax } from "./host-budget.js";
+import { IdleHosts } from "./idle-hosts.js";
 import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
@@ -124,6 +125,14 @@ const XATTR_PREFIX = "user.backendfs.";
 const READ_BUFFER_BYTES = 1024 * 1024;
 const READ_BUFFERS_KEPT = 4;
 
+/**
+ * Disk files kept open after their last reader's close (idle-hosts.ts): a quarter of the
+ * descriptor budget (a `grep -r` over a tree larger than this keeps nothing for its next
+ * pass: a scan evicts in its own order), each for 5 s at most.
+ */
+const IDLE_HOST_SHARE = 4;
+const IDLE_HOST_MS = 5000;
+
 /** Files from this size on are read in parts where the backend can (see readPart). */
 const RANGE_READ_MIN_BYTES = 8 * 1024 * 1024;
 
@@ -180,8 +189,9 @@ export class Vfs {
   private readonly handles = new Map<number, Handle>();
   private readonly invalidationListeners: Array<(paths: string[] | "all") => void> = [];
   private nextHandle = 1;
-  /** Open files whose disk file the kernel has (FUSE passthrough), against options.hostFilesMax. */
+  /** Disk files held open for the kernel (FUSE passthrough), kept idle ones included, against options.hostFilesMax. */
   private hostFiles = 0;
+  private readonly idleHosts: IdleHosts;
   private localVersion = 0;
   private readonly mountedAt = Date.now();
   private stopWatching: (() => void) | undefined;
@@ -200,6 +210,7 @@ export class Vfs {
       hostFilesMax: options.hostFilesMax ?? defaultHostFilesMax(),
     };
     this.hasXattrs = canXattrs(this.backend);
+    this.idleHosts = new IdleHosts(Math.floor(this.options.hostFilesMax / IDLE_HOST_SHARE), IDLE_HOST_MS, () => this.hostFiles--);
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
@@ -284,7 +295,7 @@ export class Vfs {
     // page cache, where a buffered open costs a READ round trip for every file the kernel has
     // no pages of (each one a save has just replaced, every file after a remount).
     if ((host || this.files.get(path)?.host) && !attr.isDir) {
-      const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0);
+      const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0, attr.version);
       if (fh !== undefined) return fh;
     }
     const file = this.acquire(path);
@@ -769,6 +780,7 @@ export class Vfs {
   async close(): Promise<void> {
     this.stopWatching?.();
     clearInterval(this.pollTimer);
+    this.idleHosts.clear();
     const failures = await this.uploadDirty();
     // Wait for what the backend holds pending (Hub commits, checkpoint batches).
     const backend = this.backend;
@@ -1140,6 +1152,7 @@ export class Vfs {
 
   /** Drops every cached attribute, lookup answer and listing (pages are keyed by version and may stay). */
   private forgetAllAttributes(): void {
+    this.idleHosts.clear();
     this.attrs.clear();
     this.lookedUpMissing.clear();
     this.listings.clear();
@@ -1147,6 +1160,7 @@ export class Vfs {
 
   /** Drops what the caches know about a path (not its parent listing entry). */
   private forget(path: string): void {
+    this.idleHosts.drop(path);
     this.attrs.delete(path);
     this.lookedUpMissing.delete(path);
     this.pages.drop(path);
@@ -1156,6 +1170,7 @@ export class Vfs {
 
   /** A file whose content changed where the mount does not see it (the kernel wrote it): its cached attributes and pages go, its name stays. */
   private contentChanged(path: string): void {
+    this.idleHosts.drop(path);
     this.attrs.delete(path);
     this.pages.drop(path);
     this.lsInfo.delete(path);
@@ -1309,15 +1324,20 @@ export class Vfs {
    * buffer already (every handle on a file is one or the other: the kernel refuses a mix).
    * Writes start so only where the route's size limit is no tighter than a buffer's (the
    * kernel's writes cannot be refused at the limit), unless the file is in the kernel's hands
-   * already. `replace`: O_TRUNC (a new file, as the atomic save does it).
+   * already. `replace`: O_TRUNC (a new file, as the atomic save does it). `version`: the
+   * path's, for a reader (a file kept since the last close is taken if it is still that one).
    */
-  private async openHost(path: string, writable: boolean, replace: boolean): Promise<number | undefined> {
+  private async openHost(path: string, writable: boolean, replace: boolean, version?: string): Promise<number | undefined> {
     const backend = this.backend;
     if (!hasHostFiles(backend)) return undefined;
     let file = this.files.get(path);
-    if (!file?.host) {
+    const kept = file ? undefined : this.idleHosts.take(path, writable ? undefined : version);
+    if (kept) {
+      file = this.acquire(path);
+      file.host = kept;
+    } else if (!file?.host) {
       if (file) return undefined;
-      if (!writable && this.hostFiles >= this.options.hostFilesMax) return undefined;
+      if (!writable && this.hostFiles >= this.options.hostFilesMax && !this.idleHosts.evictOldest()) return undefined;
       const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined;
       if (writable && limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
       const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace }));
@@ -1329,7 +1349,7 @@ export class Vfs {
       const winner = this.files.get(path);
       if (winner) {
         result.file.close();
-        return winner.host ? this.openHost(path, writable, replace) : undefined;
+        return winner.host ? this.openHost(path, writable, replace, version) : undefined;
       }
       file = this.acquire(path);
       file.host = result.file;
@@ -1366,6 +1386,8 @@ export class Vfs {
     // What the kernel left is what the path holds now: its attributes are known (no stat at the next lookup).
     const final = host.mayHaveChanged && !file.detached && !file.dirty ? host.stat() : undefined;
     file.host = undefined;
+    // Only read: kept for the next reader, unless the name is gone.
+    if (!host.mayHaveChanged && !file.detached && this.idleHosts.park(file.path, host)) return;
     this.hostFiles--;
     host.close();
     if (!host.mayHaveChanged) return;

@@ -10,6 +10,7 @@ import path from "node:path";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { defaultHostFilesMax } from "../../src/vfs/host-budget.js";
+import { readdirSync, readlinkSync } from "node:fs";
 
 const O_RDONLY = 0;
 let root: string;
@@ -25,6 +26,19 @@ afterEach(async () => {
   await vfs.close();
   await fs.rm(root, { recursive: true, force: true });
 });
+
+/** This process's descriptors open on `file` (a kept one included; " (deleted)" once unlinked). */
+function openOn(file: string): number {
+  let n = 0;
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)) n++;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return n;
+}
 
 async function readAll(fh: number): Promise<string> {
   const buffer = Buffer.alloc(64);
@@ -51,5 +65,51 @@ describe("files only read, handed to the kernel", () => {
   it("budgets half the process's descriptor limit", async () => {
     const line = (await fs.readFile("/proc/self/limits", "utf8")).split("\n").find((l) => l.startsWith("Max open files"))!;
     expect(defaultHostFilesMax()).toBe(Math.floor(Number(line.split(/\s+/)[3]) / 2));
+  });
+
+  it("keeps a file its last reader closed for the next reader, while it is still the file at the path", async () => {
+    const first = await vfs.open("/f0.txt", O_RDONLY, true);
+    const fd = vfs.hostFd(first);
+    await vfs.release(first);
+    expect(openOn(path.join(root, "f0.txt"))).toBe(1);
+    const second = await vfs.open("/f0.txt", O_RDONLY, true);
+    expect(vfs.hostFd(second)).toBe(fd);
+    expect(await readAll(second)).toBe("file 0");
+    await vfs.release(second);
+    // Replaced beside the mount (a new inode): once the attributes are asked again, the kept one is not it.
+    await fs.writeFile(path.join(root, "f0.new"), "replaced");
+    await fs.rename(path.join(root, "f0.new"), path.join(root, "f0.txt"));
+    vfs.invalidate(["/f0.txt"]);
+    const third = await vfs.open("/f0.txt", O_RDONLY, true);
+    expect(await readAll(third)).toBe("replaced");
+    await vfs.release(third);
+    expect(openOn(path.join(root, "f0.txt"))).toBe(1);
+  });
+
+  it("lets a kept file go when the mount writes, renames or unlinks it, and at close", async () => {
+    const read = async (p: string) => {
+      const fh = await vfs.open(p, O_RDONLY, true);
+      const text = await readAll(fh);
+      await vfs.release(fh);
+      return text;
+    };
+    expect(await read("/f1.txt")).toBe("file 1");
+    // A writer (buffered here: the route's default size limit) saves a new file over it.
+    const w = await vfs.open("/f1.txt", 0o1001 /* O_WRONLY|O_TRUNC */, true);
+    expect(vfs.hostFd(w)).toBeUndefined();
+    await vfs.write(w, Buffer.from("rewritten"), 9, 0);
+    await vfs.release(w);
+    expect(openOn(path.join(root, "f1.txt"))).toBe(0);
+    expect(await read("/f1.txt")).toBe("rewritten");
+    await vfs.rename("/f1.txt", "/moved.txt");
+    expect(openOn(path.join(root, "f1.txt"))).toBe(0);
+    expect(await read("/moved.txt")).toBe("rewritten");
+    await vfs.unlink("/moved.txt");
+    expect(openOn(path.join(root, "moved.txt"))).toBe(0);
+    expect(await read("/f2.txt")).toBe("file 2");
+    expect(openOn(path.join(root, "f2.txt"))).toBe(1);
+    await vfs.close();
+    expect(openOn(path.join(root, "f2.txt"))).toBe(0);
+    vfs = new Vfs(new FilesystemBackend({ rootDir: root, virtualMode: true }), { hostFilesMax: 2 });
   });
 });
