@@ -16,7 +16,10 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     statfs: async () => vfs.statfs(),
     open: (path, flags, passthrough) => vfs.open(path, flags, passthrough),
     create: (path, mode, caller, passthrough) => vfs.create(path, mode, caller, passthrough),
-    backingFd: (fh) => vfs.hostFd(fh),
+    backingFile: (fh) => {
+      const host = vfs.hostFile(fh);
+      return host && { key: host, fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
+    },
     onInvalidate: (listener) => vfs.onInvalidate(listener),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
@@ -74,7 +77,7 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFd", "onInvalidate"]);
+const ACCESSORS = new Set(["backingFile", "onInvalidate"]);
 
 type Op = (...args: unknown[]) => Promise<unknown>;
 

@@ -4,17 +4,30 @@
  */
 import type { Caller, VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
 
+/**
+ * A disk file the vfs holds open for the kernel. It may outlive the handles on it (a file
+ * kept for its next reader), and so may what a transport registers for it: `whenClosed`
+ * says when the vfs lets the descriptor go.
+ */
+export interface BackingFile {
+  /** The same object for as long as the vfs holds the file (a key for what a transport keeps). */
+  readonly key: object;
+  /** Its descriptor now. */
+  readonly fd: number;
+  whenClosed(listener: () => void): void;
+}
+
 export interface KernelOps {
   getattr(path: string): Promise<VfsStat>;
   access(path: string, mode: number): Promise<void>;
   readdir(path: string): Promise<VfsDirEntry[]>;
   statfs(path: string): Promise<VfsStatfs>;
-  /** `passthrough`: the transport can hand a host file to the kernel (then see backingFd). */
+  /** `passthrough`: the transport can hand a host file to the kernel (then see backingFile). */
   open(path: string, flags: number, passthrough?: boolean): Promise<number>;
   /** `caller`: who asked, where the transport knows (a new entry's owner). */
   create(path: string, mode: number, caller?: Caller, passthrough?: boolean): Promise<number>;
-  /** The host file descriptor of a handle the kernel is to read and write itself (FUSE passthrough). */
-  backingFd?(fh: number): number | undefined;
+  /** The host file of a handle the kernel is to read and write itself (FUSE passthrough). */
+  backingFile?(fh: number): BackingFile | undefined;
   /**
    * Calls `listener` with the paths whose attributes the vfs forgot because they changed
    * elsewhere (its change feed, a manual refresh; "all": every path): a transport's own

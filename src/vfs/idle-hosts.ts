@@ -21,16 +21,14 @@ interface Idle {
 export class IdleHosts {
   private readonly idle: LRUCache<string, Idle>;
 
-  /** `closed`: a kept descriptor was closed (the vfs's count of host files goes down). */
-  constructor(max: number, keepMs: number, closed: () => void) {
+  /** `close`: closes a kept file that is let go (the vfs's one way to close a host file). */
+  constructor(max: number, keepMs: number, close: (host: HostFile) => void) {
     this.idle = new LRUCache<string, Idle>({
       max: Math.max(1, max),
       ttl: keepMs,
       ttlAutopurge: true,
       dispose: (idle) => {
-        if (idle.taken) return;
-        idle.host.close();
-        closed();
+        if (!idle.taken) close(idle.host);
       },
     });
   }

@@ -192,6 +192,7 @@ export class Vfs {
   /** Disk files held open for the kernel (FUSE passthrough), kept idle ones included, against options.hostFilesMax. */
   private hostFiles = 0;
   private readonly idleHosts: IdleHosts;
+  private readonly hostCloseListeners = new WeakMap<HostFile, Array<() => void>>();
   private localVersion = 0;
   private readonly mountedAt = Date.now();
   private stopWatching: (() => void) | undefined;
@@ -210,7 +211,7 @@ export class Vfs {
       hostFilesMax: options.hostFilesMax ?? defaultHostFilesMax(),
     };
     this.hasXattrs = canXattrs(this.backend);
-    this.idleHosts = new IdleHosts(Math.floor(this.options.hostFilesMax / IDLE_HOST_SHARE), IDLE_HOST_MS, () => this.hostFiles--);
+    this.idleHosts = new IdleHosts(Math.floor(this.options.hostFilesMax / IDLE_HOST_SHARE), IDLE_HOST_MS, (host) => this.closeHostFile(host));
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
@@ -311,6 +312,18 @@ export class Vfs {
   /** The descriptor the kernel is to use for this handle (FUSE passthrough), if it has one. */
   hostFd(fh: number): number | undefined {
     return this.handles.get(fh)?.file.host?.fd;
+  }
+
+  /** The disk file itself behind such a handle (the same object for as long as the vfs holds it open). */
+  hostFile(fh: number): HostFile | undefined {
+    return this.handles.get(fh)?.file.host;
+  }
+
+  /** Calls `listener` once `host` is closed (it may outlive its handles: a file kept for its next reader). */
+  onHostClosed(host: HostFile, listener: () => void): void {
+    const listeners = this.hostCloseListeners.get(host);
+    if (listeners) listeners.push(listener);
+    else this.hostCloseListeners.set(host, [listener]);
   }
 
   async create(path: string, mode: number, caller?: Caller, host = false): Promise<number> {
@@ -1388,11 +1401,22 @@ export class Vfs {
     file.host = undefined;
     // Only read: kept for the next reader, unless the name is gone.
     if (!host.mayHaveChanged && !file.detached && this.idleHosts.park(file.path, host)) return;
-    this.hostFiles--;
-    host.close();
+    this.closeHostFile(host);
     if (!host.mayHaveChanged) return;
     this.contentChanged(file.path);
     if (final) this.remember(file.path, this.attrOf(file.path, final));
+  }
+
+  /** The one place a disk file held for the kernel is closed: the budget and the listeners (a transport's backing) hear of it. */
+  private closeHostFile(host: HostFile): void {
+    this.hostFiles--;
+    const listeners = this.hostCloseListeners.get(host);
+    this.hostCloseListeners.delete(host);
+    try {
+      host.close();
+    } finally {
+      for (const listener of listeners ?? []) listener();
+    }
   }
 
   /** Attributes of a file in the kernel's hands: always as it is now (the kernel writes it). */

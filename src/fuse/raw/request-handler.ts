@@ -73,6 +73,13 @@ export class RequestHandler {
   private passthrough = false;
   /** Per node in passthrough: its backing id and its open handles. */
   private readonly backed = new Map<number, { id: number; handles: number }>();
+  /**
+   * Per disk file the vfs holds (BackingFile.key): its backing id, registered once and closed
+   * when the vfs closes the file, so a file kept for its next reader is reopened without an
+   * ioctl either way. Keyed by the object, never by the descriptor's number, which the host
+   * reuses.
+   */
+  private readonly backingIds = new WeakMap<object, number>();
 
   private readonly debug: ((line: string) => void) | undefined;
   private readonly backings: Backings | undefined;
@@ -286,7 +293,7 @@ export class RequestHandler {
     const kernel = decodeInitIn(body);
     if (kernel.major !== 7) return Promise.reject(new FsError("EIO", `FUSE protocol ${kernel.major}.${kernel.minor} is not 7.x`));
     this.markInitialized();
-    this.passthrough = this.backings !== undefined && (kernel.flags2 & InitFlag2.PASSTHROUGH) !== 0 && this.ops.backingFd !== undefined;
+    this.passthrough = this.backings !== undefined && (kernel.flags2 & InitFlag2.PASSTHROUGH) !== 0 && this.ops.backingFile !== undefined;
     const init = encodeInitOut({
       minor: Math.min(kernel.minor, FUSE_KERNEL_MINOR_VERSION),
       maxReadahead: kernel.maxReadahead,
@@ -381,34 +388,41 @@ export class RequestHandler {
    */
   private backingFor(nodeid: number, fh: number): number | undefined {
     if (!this.passthrough) return undefined;
-    const fd = this.ops.backingFd!(fh);
-    if (fd === undefined) return undefined;
+    const file = this.ops.backingFile!(fh);
+    if (file === undefined) return undefined;
     const known = this.backed.get(nodeid);
     if (known) {
       known.handles++;
       return known.id;
     }
-    try {
-      const id = this.backings!.open(fd);
-      this.backed.set(nodeid, { id, handles: 1 });
-      return id;
-    } catch (err) {
-      this.passthrough = false;
-      this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${fd}: ${(err as Error).message})`);
-      return undefined;
+    let id = this.backingIds.get(file.key);
+    if (id === undefined) {
+      try {
+        id = this.backings!.open(file.fd);
+      } catch (err) {
+        this.passthrough = false;
+        this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${file.fd}: ${(err as Error).message})`);
+        return undefined;
+      }
+      const registered = id;
+      this.backingIds.set(file.key, registered);
+      file.whenClosed(() => {
+        this.backingIds.delete(file.key);
+        try {
+          this.backings!.close(registered);
+        } catch (err) {
+          this.log?.(`closing backing ${registered}: ${(err as Error).message}`);
+        }
+      });
     }
+    this.backed.set(nodeid, { id, handles: 1 });
+    return id;
   }
 
-  /** A handle of a passthrough node released: the last one lets the backing go. */
+  /** A handle of a passthrough node released; its backing lives as long as the vfs holds the file (backingIds). */
   private releaseBacking(nodeid: number): void {
     const known = this.backed.get(nodeid);
-    if (!known || --known.handles > 0) return;
-    this.backed.delete(nodeid);
-    try {
-      this.backings!.close(known.id);
-    } catch (err) {
-      this.log?.(`closing backing ${known.id}: ${(err as Error).message}`);
-    }
+    if (known && --known.handles === 0) this.backed.delete(nodeid);
   }
 
   private async read(path: string, fh: number, offset: number, size: number): Promise<Buffer[]> {
@@ -418,7 +432,7 @@ export class RequestHandler {
   }
 
   private async release(nodeid: number, path: string, fh: number): Promise<Buffer[]> {
-    const backed = this.backed.has(nodeid) && this.ops.backingFd?.(fh) !== undefined;
+    const backed = this.backed.has(nodeid) && this.ops.backingFile?.(fh) !== undefined;
     // Closed at once, before the vfs is done: the kernel sends RELEASE in the background, so
     // an unlink of the name often comes in the same burst of requests, and must not find
     // the file still open (it would be hidden, and its directory not empty). The vfs's
