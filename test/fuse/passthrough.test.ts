@@ -14,6 +14,7 @@ import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { loadNative } from "../../src/fuse/raw/native.js";
 import { createStandaloneState } from "./helpers/state-backend.js";
 import { mountForTest, ok, sh, type TestMount } from "./helpers/mount.js";
+import { descriptorsOn } from "../unit/helpers/open-descriptors.js";
 
 const isRoot = process.getuid?.() === 0;
 
@@ -140,6 +141,26 @@ os.close(g)`),
     const readsBefore = reads.mock.calls.length;
     await ok("cmp large.bin " + path.join(root, "large.bin"), dir);
     expect(reads.mock.calls.length).toBe(readsBefore);
+  });
+
+  it("keeps a file read for its next reader, and lets it go when the mount changes the file", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const kept = () => descriptorsOn(path.join(root, "kept.txt"));
+    await ok("echo first > kept.txt", dir);
+    for (let i = 0; i < 3; i++) expect(await ok("cat kept.txt", dir)).toBe("first\n");
+    // This process is the daemon: one descriptor, kept since the first reader's close.
+    expect(kept()).toBe(1);
+    // A save through the mount lets it go; the next reader reads the new file.
+    await ok("echo second > kept.txt", dir);
+    expect(kept()).toBe(0);
+    expect(await ok("cat kept.txt", dir)).toBe("second\n");
+    expect(kept()).toBe(1);
+    await ok("mv kept.txt moved.txt", dir);
+    expect(kept() + descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
+    expect(await ok("cat moved.txt && rm moved.txt", dir)).toBe("second\n");
+    expect(descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
+    expect(reads.mock.calls.length).toBe(0);
   });
 
   it("serves readers from a buffer past its budget of descriptors, and every one reads right", async () => {

@@ -10,7 +10,7 @@ import path from "node:path";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { defaultHostFilesMax } from "../../src/vfs/host-budget.js";
-import { readdirSync, readlinkSync } from "node:fs";
+import { descriptorsOn } from "./helpers/open-descriptors.js";
 
 const O_RDONLY = 0;
 let root: string;
@@ -26,19 +26,6 @@ afterEach(async () => {
   await vfs.close();
   await fs.rm(root, { recursive: true, force: true });
 });
-
-/** This process's descriptors open on `file` (a kept one included; " (deleted)" once unlinked). */
-function openOn(file: string): number {
-  let n = 0;
-  for (const fd of readdirSync("/proc/self/fd")) {
-    try {
-      if (readlinkSync(`/proc/self/fd/${fd}`).startsWith(file)) n++;
-    } catch {
-      // closed meanwhile
-    }
-  }
-  return n;
-}
 
 async function readAll(fh: number): Promise<string> {
   const buffer = Buffer.alloc(64);
@@ -71,7 +58,7 @@ describe("files only read, handed to the kernel", () => {
     const first = await vfs.open("/f0.txt", O_RDONLY, true);
     const fd = vfs.hostFd(first);
     await vfs.release(first);
-    expect(openOn(path.join(root, "f0.txt"))).toBe(1);
+    expect(descriptorsOn(path.join(root, "f0.txt"))).toBe(1);
     const second = await vfs.open("/f0.txt", O_RDONLY, true);
     expect(vfs.hostFd(second)).toBe(fd);
     expect(await readAll(second)).toBe("file 0");
@@ -83,7 +70,7 @@ describe("files only read, handed to the kernel", () => {
     const third = await vfs.open("/f0.txt", O_RDONLY, true);
     expect(await readAll(third)).toBe("replaced");
     await vfs.release(third);
-    expect(openOn(path.join(root, "f0.txt"))).toBe(1);
+    expect(descriptorsOn(path.join(root, "f0.txt"))).toBe(1);
   });
 
   it("lets a kept file go when the mount writes, renames or unlinks it, and at close", async () => {
@@ -99,17 +86,17 @@ describe("files only read, handed to the kernel", () => {
     expect(vfs.hostFd(w)).toBeUndefined();
     await vfs.write(w, Buffer.from("rewritten"), 9, 0);
     await vfs.release(w);
-    expect(openOn(path.join(root, "f1.txt"))).toBe(0);
+    expect(descriptorsOn(path.join(root, "f1.txt"))).toBe(0);
     expect(await read("/f1.txt")).toBe("rewritten");
     await vfs.rename("/f1.txt", "/moved.txt");
-    expect(openOn(path.join(root, "f1.txt"))).toBe(0);
+    expect(descriptorsOn(path.join(root, "f1.txt"))).toBe(0);
     expect(await read("/moved.txt")).toBe("rewritten");
     await vfs.unlink("/moved.txt");
-    expect(openOn(path.join(root, "moved.txt"))).toBe(0);
+    expect(descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
     expect(await read("/f2.txt")).toBe("file 2");
-    expect(openOn(path.join(root, "f2.txt"))).toBe(1);
+    expect(descriptorsOn(path.join(root, "f2.txt"))).toBe(1);
     await vfs.close();
-    expect(openOn(path.join(root, "f2.txt"))).toBe(0);
+    expect(descriptorsOn(path.join(root, "f2.txt"))).toBe(0);
     vfs = new Vfs(new FilesystemBackend({ rootDir: root, virtualMode: true }), { hostFilesMax: 2 });
   });
 });
