@@ -127,10 +127,12 @@ const READ_BUFFERS_KEPT = 4;
 
 /**
  * Disk files kept open after their last reader's close (idle-hosts.ts): a quarter of the
- * descriptor budget (a `grep -r` over a tree larger than this keeps nothing for its next
- * pass: a scan evicts in its own order), each for 5 s at most.
+ * descriptor budget, and 8,192 at most (the cache sets aside slots for all of them; a
+ * `grep -r` over a tree larger than this keeps nothing for its next pass: a scan evicts in
+ * its own order), each for 5 s at most.
  */
 const IDLE_HOST_SHARE = 4;
+const IDLE_HOSTS_MAX = 8192;
 const IDLE_HOST_MS = 5000;
 
 /** Files from this size on are read in parts where the backend can (see readPart). */
@@ -211,7 +213,7 @@ export class Vfs {
       hostFilesMax: options.hostFilesMax ?? defaultHostFilesMax(),
     };
     this.hasXattrs = canXattrs(this.backend);
-    this.idleHosts = new IdleHosts(Math.floor(this.options.hostFilesMax / IDLE_HOST_SHARE), IDLE_HOST_MS, (host) => this.closeHostFile(host));
+    this.idleHosts = new IdleHosts(Math.min(IDLE_HOSTS_MAX, Math.floor(this.options.hostFilesMax / IDLE_HOST_SHARE)), IDLE_HOST_MS, (host) => this.closeHostFile(host));
     this.pages = new PageCache(this.options.cacheSizeBytes);
     // A TTL of 0 still caches within one tick of work; lru-cache needs ttl >= 1 to expire.
     const ttl = Math.max(1, this.options.attrTimeoutMs);
