@@ -163,6 +163,23 @@ os.close(g)`),
     expect(reads.mock.calls.length).toBe(0);
   });
 
+  it("unmounts with files kept and says nothing: the kernel dropped their backing ids with the connection", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    await ok("echo kept > a.txt && echo kept > b.txt && cat a.txt b.txt", dir);
+    expect(descriptorsOn(path.join(root, "a.txt"))).toBe(1);
+    const stderr = vi.spyOn(process.stderr, "write");
+    try {
+      await m.close();
+      m = undefined;
+      const said = stderr.mock.calls.map(([chunk]) => String(chunk)).filter((line) => line.startsWith("backendfs:"));
+      expect(said).toEqual([]);
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(descriptorsOn(path.join(root, "a.txt")) + descriptorsOn(path.join(root, "b.txt"))).toBe(0);
+  });
+
   it("serves readers from a buffer past its budget of descriptors, and every one reads right", async () => {
     for (let i = 0; i < 12; i++) await fs.writeFile(path.join(root, `r${i}.txt`), `reader ${i} `.repeat(100 + i));
     m = await mountDisk(4096, 4);
