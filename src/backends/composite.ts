@@ -21,6 +21,7 @@ import {
   type ReadlinkResult,
   withCodeOf,
   type AllCapabilities,
+  type HostFileOpenOptions,
   type HostFileOpenResult,
   type HistoryResult,
   type OptionalMethod,
@@ -624,7 +625,7 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
   }
 
   /** Forwarded to the serving backend; a route without host files says so (the mount moves the bytes). */
-  async openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+  async openHostFile(path: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> {
     if (this.table.isImplicitDirectory(path)) return { unsupported: true };
     const { backend, innerPath } = this.table.resolve(path);
     if (!hasHostFiles(backend)) return { unsupported: true };

@@ -51,6 +51,7 @@ import {
   type FileMetadata,
   type FileSizeLimit,
   type FileStat,
+  type HostFileOpenOptions,
   type HostFileOpenResult,
   type NodeKind,
   type LsStatResult,
@@ -205,13 +206,14 @@ export class FilesystemBackend
    * HostFiles: the file behind a path, for a mount's kernel to read and write itself (see
    * host-file.ts). Directories and special files have none.
    */
-  async openHostFile(filePath: string, { write, replace }: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+  async openHostFile(filePath: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> {
+    const { replace } = options;
     try {
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       const existing = target.missing ? null : (target.stat ?? fsConstants.statSync(target.hostPath, { throwIfNoEntry: false }) ?? null);
       if (existing && !existing.isFile()) return { unsupported: true };
       if (!existing && !replace) return failure("file_not_found", `Error: File '${filePath}' not found`);
-      const file = DiskHostFile.open(target.hostPath, existing, write, replace, this.hostFiles);
+      const file = DiskHostFile.open(target.hostPath, existing, options, this.hostFiles);
       return { file };
     } catch (error) {
       return fsFailure(error, `Error opening '${filePath}': ${describeFsError(error)}`);

@@ -2,12 +2,14 @@
  * FilesystemBackend's host files (HostFiles): the file behind a path, for a mount whose
  * kernel reads and writes it itself (FUSE passthrough).
  *
- * A file whose content starts empty (a new file, O_TRUNC) is the atomic save's temporary
+ * A file whose content starts empty over an old one (O_TRUNC) is the atomic save's temporary
  * file until `save` renames it over the path, exactly as writeFileAtomic does with bytes: a
  * reader of the path sees the old file or the new one, never a half-written one, and the
- * new one keeps the old one's owner and mode. Any other open is of the file itself, in
- * place (appends, random writes, a database), as on a local disk. A file with hard links is
- * always written in place (replacing it would cut it off from its other names).
+ * new one keeps the old one's owner and mode. A new file is made where it belongs, with its
+ * creator's mode and owner (O_EXCL: a name taken meanwhile is replaced as above): there is
+ * no old file to keep, and close has no rename to make. Any other open is of the file
+ * itself, in place (appends, random writes, a database), as on a local disk. A file with
+ * hard links is always written in place (replacing it would cut it off from its other names).
  *
  * Readers get an O_RDONLY descriptor (a read-write one would count as a writer to inotify
  * and to ETXTBSY); the kernel opens the file anew for every open with that open's own
@@ -15,9 +17,9 @@
  */
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
-import type { FileStat, HostFile } from "../protocol/index.js";
+import type { FileStat, HostFile, HostFileOpenOptions } from "../protocol/index.js";
 import { keepOwnerAndMode, openTempFile } from "./atomic-write.js";
-import { describeFsError, fsFailure } from "./fs-errors.js";
+import { describeFsError, errorCode, fsFailure } from "./fs-errors.js";
 
 export interface HostFileContext {
   /** FileStat of a host stat, as the backend reports it at the path. */
@@ -44,11 +46,13 @@ export class DiskHostFile implements HostFile {
     if (temp) context.pending.add(temp);
   }
 
-  /**
-   * Opens the file at `target` (its stat `existing`, null when missing). `replace`: the
-   * content starts empty. Throws the system error.
-   */
-  static open(target: string, existing: Stats | null, write: boolean, replace: boolean, context: HostFileContext): DiskHostFile {
+  /** Opens the file at `target` (its stat `existing`, null when missing). Throws the system error. */
+  static open(target: string, existing: Stats | null, { write, replace, create }: HostFileOpenOptions, context: HostFileContext): DiskHostFile {
+    if (!existing && create) {
+      const fd = createInPlace(target, create);
+      if (fd !== undefined) return new DiskHostFile(fd, undefined, target, context, true);
+      existing = fs.statSync(target, { throwIfNoEntry: false }) ?? null;
+    }
     if (replace && !(existing && existing.nlink > 1)) {
       const { temp, fd } = openTempFile(path.dirname(target), "wx+");
       try {
@@ -68,6 +72,10 @@ export class DiskHostFile implements HostFile {
 
   get mayHaveChanged(): boolean {
     return this.writable || this.wrote;
+  }
+
+  get unsaved(): boolean {
+    return this.temp !== undefined;
   }
 
   stat(): FileStat {
@@ -122,5 +130,30 @@ export class DiskHostFile implements HostFile {
     fs.closeSync(this.fd);
     this.fd = fd;
     this.writable = true;
+  }
+}
+
+/**
+ * A new file at `target` with the creator's mode and owner (the owner first: chown clears the
+ * set-id bits; the mode again, the daemon's umask not being the creator's); undefined when
+ * the name is taken.
+ */
+function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileOpenOptions["create"]>): number | undefined {
+  let fd: number;
+  try {
+    fd = fs.openSync(target, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode & 0o7777);
+  } catch (error) {
+    if (errorCode(error) === "EEXIST") return undefined;
+    throw error;
+  }
+  try {
+    const owner = { uid: uid ?? process.geteuid?.() ?? 0, gid: gid ?? process.getegid?.() ?? 0 };
+    if (owner.uid !== process.geteuid?.() || owner.gid !== process.getegid?.()) fs.fchownSync(fd, owner.uid, owner.gid);
+    fs.fchmodSync(fd, mode & 0o7777);
+    return fd;
+  } catch (error) {
+    fs.closeSync(fd);
+    fs.rmSync(target, { force: true });
+    throw error;
   }
 }

@@ -26,6 +26,7 @@ import {
   statVersion,
   parentOf,
   type AllCapabilities,
+  type HostFileOpenOptions,
   type HostFileOpenResult,
   type AnyBackendProtocol,
   type BackendProtocolV2,
@@ -317,7 +318,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   isScratchPath(path: string): boolean {
     return this.inner.isScratchPath!(path);
   }
-  openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> | HostFileOpenResult {
+  openHostFile(path: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> | HostFileOpenResult {
     return this.inner.openHostFile!(path, options);
   }
   async close(): Promise<unknown> {

@@ -20,6 +20,7 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
       const host = vfs.hostFile(fh);
       return host && { key: host, fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
     },
+    closeHasWork: (fh) => vfs.closeHasWork(fh),
     onInvalidate: (listener) => vfs.onInvalidate(listener),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
@@ -77,7 +78,7 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFile", "onInvalidate"]);
+const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate"]);
 
 type Op = (...args: unknown[]) => Promise<unknown>;
 

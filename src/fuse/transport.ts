@@ -28,6 +28,8 @@ export interface KernelOps {
   create(path: string, mode: number, caller?: Caller, passthrough?: boolean): Promise<number>;
   /** The host file of a handle the kernel is to read and write itself (FUSE passthrough). */
   backingFile?(fh: number): BackingFile | undefined;
+  /** Whether close(2) of the handle has work for the vfs; where not, the kernel need not send a FLUSH. */
+  closeHasWork(fh: number): boolean;
   /**
    * Calls `listener` with the paths whose attributes the vfs forgot because they changed
    * elsewhere (its change feed, a manual refresh; "all": every path): a transport's own

@@ -15,6 +15,7 @@ import {
   hideOptionalMethods,
   withErrorCode,
   type AllCapabilities,
+  type HostFileOpenOptions,
   type HostFileOpenResult,
   type ErrorCode,
   type FileMetadata,
@@ -292,7 +293,7 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
   }
 
   /** The kernel reads (and, with `write`, writes) the file itself: checked as a read or a write. */
-  openHostFile(path: string, options: { write: boolean; replace: boolean }): Promise<HostFileOpenResult> {
+  openHostFile(path: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> {
     return this.guarded(
       this.operation(options.write ? "write" : "read", [path]),
       (error): HostFileOpenResult => ({ error }),

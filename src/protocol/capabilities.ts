@@ -305,6 +305,8 @@ export interface HostFile {
   readonly fd: number;
   /** Opened for writing (or written) at some point: what the mount cached of the path may be stale. */
   readonly mayHaveChanged: boolean;
+  /** A temporary file not yet renamed over the path: `save` has work (close(2)'s, for the kernel). */
+  readonly unsaved: boolean;
   /** The file as it is now (fstat): size and times move as the kernel writes. */
   stat(): FileStat;
   /** pread / pwrite / ftruncate, for a kernel that could not take the file over. */
@@ -312,9 +314,9 @@ export interface HostFile {
   write(source: Uint8Array, position: number): number;
   truncate(size: number): void;
   /**
-   * Makes what was written the file at the path: a file begun empty (a new file, O_TRUNC) is
-   * a temporary file until then, renamed over the path here (the atomic save), keeping the
-   * old file's owner and mode. A file opened in place is there already. Idempotent.
+   * Makes what was written the file at the path: a file begun empty over an old one (O_TRUNC)
+   * is a temporary file until then, renamed over the path here (the atomic save), keeping the
+   * old file's owner and mode. A new file, or one opened in place, is there already. Idempotent.
    */
   save(): { error?: string };
   /** Closes the descriptor; a temporary file never saved is removed. */
@@ -329,9 +331,21 @@ export interface HostFileOpenResult {
   unsupported?: true;
 }
 
-/** Disk routes: the host file behind a path (`replace`: its content starts empty). */
+export interface HostFileOpenOptions {
+  write: boolean;
+  /** Its content starts empty. */
+  replace: boolean;
+  /**
+   * The path is new (O_CREAT of a name that was missing): the file is made in place with this
+   * mode and owner, there being no old file for an atomic save to keep. Where the name turns
+   * out to be taken after all, that file is replaced as `replace` says.
+   */
+  create?: { mode: number; uid?: number; gid?: number };
+}
+
+/** Disk routes: the host file behind a path. */
 export interface HostFiles {
-  openHostFile(path: string, options: { write: boolean; replace: boolean }): MaybePromise<HostFileOpenResult>;
+  openHostFile(path: string, options: HostFileOpenOptions): MaybePromise<HostFileOpenResult>;
 }
 
 /** Every capability at once: what a wrapper implements, so TypeScript checks it forgets none. */

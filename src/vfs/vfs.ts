@@ -39,6 +39,7 @@ import {
   type FileMetadata,
   type FileStat,
   type HostFile,
+  type HostFileOpenOptions,
   type NodeKind,
   type NodeResult,
   type PosixAttributes,
@@ -311,6 +312,18 @@ export class Vfs {
     return this.addHandle(file, writable);
   }
 
+  /**
+   * Whether close(2) of this handle has work here before it returns: an upload, an atomic
+   * save's rename. A disk file written in place has none (what is left, its attributes, waits
+   * for the release), nor has a reader: a transport spares the kernel the FLUSH.
+   */
+  closeHasWork(fh: number): boolean {
+    const handle = this.handles.get(fh);
+    if (!handle?.writable) return false;
+    const host = handle.file.host;
+    return host === undefined || host.unsaved;
+  }
+
   /** The descriptor the kernel is to use for this handle (FUSE passthrough), if it has one. */
   hostFd(fh: number): number | undefined {
     return this.handles.get(fh)?.file.host?.fd;
@@ -336,10 +349,9 @@ export class Vfs {
     this.adoptMountPoints(parentOf(path));
     const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
     if (host || this.files.get(path)?.host) {
-      const fh = await this.openHost(path, true, true);
+      // A new file is made in place with its creator's mode and owner; an existing one keeps its own.
+      const fh = await this.openHost(path, true, true, undefined, existed ? undefined : { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
       if (fh !== undefined) {
-        // The creator's mode and owner, stored at the save (storeOverlay) where the disk gave others.
-        if (!existed) this.overlays.set(path, { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
         this.addToListing(path, false);
         if (!existed) this.entriesChanged(parentOf(path));
         return fh;
@@ -1342,7 +1354,7 @@ export class Vfs {
    * already. `replace`: O_TRUNC (a new file, as the atomic save does it). `version`: the
    * path's, for a reader (a file kept since the last close is taken if it is still that one).
    */
-  private async openHost(path: string, writable: boolean, replace: boolean, version?: string): Promise<number | undefined> {
+  private async openHost(path: string, writable: boolean, replace: boolean, version?: string, create?: HostFileOpenOptions["create"]): Promise<number | undefined> {
     const backend = this.backend;
     if (!hasHostFiles(backend)) return undefined;
     let file = this.files.get(path);
@@ -1355,7 +1367,7 @@ export class Vfs {
       if (!writable && this.hostFiles >= this.options.hostFilesMax && !this.idleHosts.evictOldest()) return undefined;
       const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined;
       if (writable && limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
-      const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace }));
+      const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace, create }));
       // Out of descriptors: a reader is served from a buffer instead (a descriptor only while it reads).
       if (result.error && !writable && reasonOf(result, [path]) === "too_many_open_files") return undefined;
       if (result.error) throw backendError(result, "open", path);
@@ -1364,7 +1376,7 @@ export class Vfs {
       const winner = this.files.get(path);
       if (winner) {
         result.file.close();
-        return winner.host ? this.openHost(path, writable, replace, version) : undefined;
+        return winner.host ? this.openHost(path, writable, replace, version, create) : undefined;
       }
       file = this.acquire(path);
       file.host = result.file;

@@ -107,6 +107,34 @@ print("after:", open("${root}/doc.txt").read().strip())`),
     expect(writes.mock.calls.length).toBe(0);
   });
 
+  it("makes a new file in place, so its close costs no FLUSH; one begun empty over an old file still waits for its save at close", async () => {
+    m = await mountDisk();
+    const flushes = vi.spyOn(m.vfs, "flush");
+    const dir = path.join(m.dir, "fs");
+    const r = await ok(
+      py(`import os
+fd = os.open("new.txt", os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+os.write(fd, b"half")
+print(open("${root}/new.txt").read())
+os.write(fd, b" and whole")
+os.close(fd)
+print(open("new.txt").read())`),
+      dir,
+    );
+    // On the disk under its own name while written (nothing else there: no temporary file).
+    expect(r).toBe("half\nhalf and whole\n");
+    expect(await fs.readdir(root)).toEqual(["new.txt"]);
+    expect(flushes.mock.calls.length).toBe(0);
+    await ok("for i in 1 2 3 4 5; do echo $i > n$i.txt; done; cat n*.txt > /dev/null", dir);
+    expect(flushes.mock.calls.length).toBe(0);
+    // O_TRUNC of an old file: the save's rename happens at close, and close waits for it.
+    await ok(py(`import os\nfd = os.open("new.txt", os.O_WRONLY | os.O_TRUNC)\nos.write(fd, b"replaced\\n")\nos.close(fd)`), dir);
+    expect(flushes.mock.calls.length).toBe(1);
+    expect(await fs.readFile(path.join(root, "new.txt"), "utf8")).toBe("replaced\n");
+    expect((await fs.readdir(root)).sort()).toEqual(["n1.txt", "n2.txt", "n3.txt", "n4.txt", "n5.txt", "new.txt"]);
+    expect(writes.mock.calls.length + reads.mock.calls.length).toBe(0);
+  });
+
   it("keeps a file written through an unlink or a rename whole", async () => {
     m = await mountDisk();
     const dir = path.join(m.dir, "fs");

@@ -17,7 +17,6 @@ import {
 type Reply = Promise<Buffer[]>;
 
 const O_ACCMODE = 3;
-const O_TRUNC = 0o1000;
 const S_IFDIR = 0o040000;
 const S_IFMT = 0o170000;
 /** libfuse's ino for a listed entry the kernel has not looked up. */
@@ -361,15 +360,20 @@ export class RequestHandler {
   private async open(nodeid: number, path: string, flags: number): Promise<Buffer[]> {
     const fh = await this.ops.open(path, flags, this.passthrough);
     this.inodes.opened(nodeid);
-    const readOnly = (flags & O_ACCMODE) === 0 && (flags & O_TRUNC) === 0;
+    const noFlush = this.noFlushFlag(fh);
     const backingId = this.backingFor(nodeid, fh);
-    if (backingId !== undefined) return [encodeOpenOut(fh, OpenFlag.PASSTHROUGH | (readOnly ? OpenFlag.NOFLUSH : 0), backingId)];
+    if (backingId !== undefined) return [encodeOpenOut(fh, OpenFlag.PASSTHROUGH | noFlush, backingId)];
     // libfuse's auto_cache: the kernel's pages stay valid while size and mtime are unchanged.
     const before = this.seen.get(nodeid);
     const stat = await this.ops.getattr(path).catch(() => undefined);
     const unchanged = stat !== undefined && before === `${stat.size}:${stat.mtime}`;
     if (stat) this.saw(nodeid, stat);
-    return [encodeOpenOut(fh, (unchanged ? OpenFlag.KEEP_CACHE : 0) | (readOnly ? OpenFlag.NOFLUSH : 0))];
+    return [encodeOpenOut(fh, (unchanged ? OpenFlag.KEEP_CACHE : 0) | noFlush)];
+  }
+
+  /** FOPEN_NOFLUSH where close(2) has nothing for the vfs to do (a reader; a disk file written in place). */
+  private noFlushFlag(fh: number): number {
+    return this.ops.closeHasWork(fh) ? 0 : OpenFlag.NOFLUSH;
   }
 
   private async create(path: string, mode: number, caller: Caller): Promise<Buffer[]> {
@@ -378,7 +382,8 @@ export class RequestHandler {
     const nodeid = this.inodes.nodeAt(path)!;
     this.inodes.opened(nodeid);
     const backingId = this.backingFor(nodeid, fh);
-    return [entry!, backingId === undefined ? encodeOpenOut(fh, 0) : encodeOpenOut(fh, OpenFlag.PASSTHROUGH, backingId)];
+    const noFlush = this.noFlushFlag(fh);
+    return [entry!, backingId === undefined ? encodeOpenOut(fh, noFlush) : encodeOpenOut(fh, OpenFlag.PASSTHROUGH | noFlush, backingId)];
   }
 
   /**
