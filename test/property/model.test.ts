@@ -66,7 +66,9 @@ async function step(h: BackendHarness, model: Map<string, Uint8Array>, cmd: Comm
     case "edit": {
       const current = model.get(cmd.path);
       const text = current && utf8(current);
-      if (current && text === undefined) return; // not text: what edit does to bytes is not modelled
+      // Not text: what edit does to bytes is not modelled. Nor is text with a NUL, which a
+      // StoreBackend keeps as its bytes (jsonb refuses \u0000) and then edits as binary.
+      if (current && (text === undefined || text.includes("\0"))) return;
       const r = await b.edit(p(cmd.path), cmd.old, cmd.new, cmd.all);
       if (text === undefined) {
         expect(r.error).toContain(cmd.path); // disk backends say "no such file or directory"
