@@ -67,7 +67,7 @@ export async function writeFileAtomic(
 }
 
 /** A replacement file takes the old one's owner and mode (the owner first: chown clears the set-id bits that the chmod then restores). */
-export function keepOwnerAndMode(fd: number, existing: fs.Stats): void {
+export function keepOwnerAndMode(fd: number, existing: Pick<fs.Stats, "uid" | "gid" | "mode">): void {
   if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
   fs.fchmodSync(fd, existing.mode & 0o7777);
 }

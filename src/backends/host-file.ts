@@ -134,9 +134,9 @@ export class DiskHostFile implements HostFile {
 }
 
 /**
- * A new file at `target` with the creator's mode and owner (the owner first: chown clears the
- * set-id bits; the mode again, the daemon's umask not being the creator's); undefined when
- * the name is taken.
+ * A new file at `target` with the creator's mode and owner (as a replacement keeps the old
+ * one's; the mode set again, the daemon's umask not being the creator's); undefined when the
+ * name is taken.
  */
 function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileOpenOptions["create"]>): number | undefined {
   let fd: number;
@@ -147,9 +147,7 @@ function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileO
     throw error;
   }
   try {
-    const owner = { uid: uid ?? process.geteuid?.() ?? 0, gid: gid ?? process.getegid?.() ?? 0 };
-    if (owner.uid !== process.geteuid?.() || owner.gid !== process.getegid?.()) fs.fchownSync(fd, owner.uid, owner.gid);
-    fs.fchmodSync(fd, mode & 0o7777);
+    keepOwnerAndMode(fd, { uid: uid ?? process.geteuid?.() ?? 0, gid: gid ?? process.getegid?.() ?? 0, mode });
     return fd;
   } catch (error) {
     fs.closeSync(fd);
