@@ -348,9 +348,11 @@ export class Vfs {
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     this.adoptMountPoints(parentOf(path));
     const existed = this.files.has(path) || (!this.takeLookedUpMissing(path) && (await this.exists(path)));
+    // A new file's mode (umask applied by the kernel) and owner are its creator's; an existing one keeps its own.
+    const creator = existed ? undefined : { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) };
     if (host || this.files.get(path)?.host) {
-      // A new file is made in place with its creator's mode and owner; an existing one keeps its own.
-      const fh = await this.openHost(path, true, true, undefined, existed ? undefined : { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
+      // A disk file is made in place with them.
+      const fh = await this.openHost(path, true, true, undefined, creator);
       if (fh !== undefined) {
         this.addToListing(path, false);
         if (!existed) this.entriesChanged(parentOf(path));
@@ -359,10 +361,10 @@ export class Vfs {
     }
     const file = this.acquire(path);
     if (!existed && this.isScratch(path)) file.scratch = true;
-    if (!existed) {
+    if (creator) {
       file.base = null;
-      // The creator's mode (umask applied by the kernel) and owner, kept until the upload stores them.
-      this.overlays.set(path, { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) });
+      // Kept until the upload stores them.
+      this.overlays.set(path, creator);
     }
     else if (!file.loaded) file.base = this.servedBase(path, this.attrs.get(path)?.version ?? "");
     if (!file.loaded) file.adopt(new Uint8Array(0), undefined);

@@ -38,8 +38,6 @@ export class RawTransport implements Transport {
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
   private mirror: AttrMirror | undefined;
-  /** False once the device is closed: the kernel dropped every backing id with the connection, and the fd number may be another file's. */
-  private deviceOpen = false;
 
   async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
     const refusal = rawTransportRefusal();
@@ -59,14 +57,14 @@ export class RawTransport implements Transport {
     this.connection = await connectionOf(mountPoint);
     // FUSE passthrough needs the addon's ioctls and root (CAP_SYS_ADMIN for a backing file).
     const fd = this.fd;
-    this.deviceOpen = true;
     const backings =
       addon && process.getuid?.() === 0
         ? {
             open: (file: number) => addon.backingOpen(fd, file),
-            // The vfs closes its disk files after unmount too (kept readers): nothing to close then.
+            // The vfs closes its disk files after unmount too (kept readers): by then the kernel
+            // dropped every backing id with the connection, and the fd number may be another file's.
             close: (id: number) => {
-              if (this.deviceOpen) addon.backingClose(fd, id);
+              if (this.handler) addon.backingClose(fd, id);
             },
           }
         : undefined;
@@ -94,7 +92,6 @@ export class RawTransport implements Transport {
       await abortConnection(this.connection);
       await withTimeout(this.ended, 3000, "").catch(() => undefined);
     }
-    this.deviceOpen = false;
     await new Promise((resolve) => close(this.fd, resolve));
     this.guard?.kill();
   }
