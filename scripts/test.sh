@@ -96,6 +96,16 @@ for (const file of process.argv.slice(1)) {
   const brokenFiles = r.testResults.filter(f => f.status === "failed" && f.assertionResults.length === 0).length;
   failed += r.numFailedTests + brokenFiles;
   passed += r.numPassedTests;
+  // The failures again, just above the count: a log kept only by its tail still names them.
+  for (const f of r.testResults) {
+    const where = f.name.replace(process.cwd() + "/", "");
+    const failures = f.assertionResults.filter(a => a.status === "failed");
+    if (f.status === "failed" && failures.length === 0) console.log(`FAILED ${file}: ${where}: ${(f.message || "").split("\n")[0]}`);
+    for (const a of failures) {
+      const message = (a.failureMessages || []).join("\n").split("\n").filter(Boolean).slice(0, 6).join(" | ");
+      console.log(`FAILED ${file}: ${where} > ${a.fullName}: ${message.slice(0, 1500)}`);
+    }
+  }
 }
 console.log(`${passed} passed, ${failed} failed` + (skipped ? `, ${skipped} skipped` : ""));
 process.exit(failed > 0 ? 1 : 0);

@@ -136,6 +136,32 @@ export function createWriteFileData(
 }
 
 /**
+ * An entry moved to `filePath` holds what an upload of its bytes there would: a `.png`
+ * renamed `.txt` is text (when its bytes are UTF-8), a `.txt` renamed `.png` is bytes, so that
+ * a later read or edit treats it by its name, as every other way of writing it does. Its times
+ * stay its own (rename(2) keeps mtime). An entry whose type is the new name's is returned as is.
+ */
+export function renamedFileData(data: FileData, filePath: string): FileData {
+  const mimeType = getMimeType(filePath);
+  const isText = isTextMimeType(mimeType);
+  if (isFileDataV1(data)) {
+    // v1 holds text only: it stays v1 under a text name, and becomes the v2 bytes an upload stores otherwise.
+    if (isText) return data;
+    return { content: new TextEncoder().encode(data.content.join("\n")), mimeType, created_at: data.created_at, modified_at: data.modified_at };
+  }
+  if (data.mimeType === mimeType) return data;
+  const times = { created_at: data.created_at, modified_at: data.modified_at };
+  if (typeof data.content === "string") {
+    return isText ? { ...data, mimeType } : { content: new TextEncoder().encode(data.content), mimeType, ...times };
+  }
+  if (!isText) return { ...data, mimeType };
+  const text = decodeUtf8Strict(data.content);
+  if (text !== undefined) return { content: text, mimeType, ...times };
+  // Not UTF-8: bytes under a text name, as an upload keeps them.
+  return data.mimeType === "application/octet-stream" ? data : { ...data, mimeType: "application/octet-stream" };
+}
+
+/**
  * FileData for uploaded bytes. Text MIME types store valid UTF-8 as a string. Bytes that
  * are not valid UTF-8 are kept as bytes (deepagents decodes them lossily and corrupts
  * them); such a file is then read back as binary, `application/octet-stream`.

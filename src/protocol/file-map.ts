@@ -34,6 +34,7 @@ import {
   fileDataSize,
   fileDataToBytes,
   isFileDataV1,
+  renamedFileData,
   updateFileData,
   type FileFormat,
 } from "./file-data.js";
@@ -458,7 +459,7 @@ export function planRename(files: FilesMap, from: string, to: string): Planned<R
   if (has(files, src)) {
     if (isDirectory(files, dst)) return { result: failure("is_directory", `Error: '${to}' is a directory`) };
     update[src] = null;
-    update[dst] = files[src]!;
+    update[dst] = renamedFileData(files[src]!, dst);
     return { result: { path: dst }, update };
   }
   const moved = keysWithin(files, src);
@@ -467,6 +468,9 @@ export function planRename(files: FilesMap, from: string, to: string): Planned<R
   if (has(files, dst)) return { result: failure("not_a_directory", `Error: '${to}' is not a directory`) };
   if (isDirectory(files, dst)) return { result: failure("not_empty", `Error: Directory not empty: '${to}'`) };
   for (const key of moved) update[key] = null;
-  for (const key of moved) update[dst + key.slice(src.length)] = files[key]!;
+  for (const key of moved) {
+    const target = dst + key.slice(src.length);
+    update[target] = renamedFileData(files[key]!, target);
+  }
   return { result: { path: dst }, update };
 }

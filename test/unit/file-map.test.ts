@@ -287,6 +287,37 @@ describe("planners", () => {
     expect(apply(files, planned)).toEqual({ "/b.txt": a });
   });
 
+  it("rename gives an entry what an upload of its bytes to the new name stores, with its own times", () => {
+    const t = "2020-01-01T00:00:00.000Z";
+    const bytes = (content: Uint8Array, mimeType: string): FileData => ({ content, mimeType, created_at: t, modified_at: t });
+    const files: FilesMap = {
+      "/empty.png": bytes(new Uint8Array(0), "image/png"),
+      "/utf8.bin": bytes(new TextEncoder().encode("héllo"), "application/octet-stream"),
+      "/bad.bin": bytes(Uint8Array.from([0xff, 0xfe]), "application/octet-stream"),
+      "/a.txt": text("abc", t),
+      "/v1.txt": { content: ["x", "y"], created_at: t, modified_at: t },
+      "/d/p.png": bytes(Uint8Array.from([104, 105]), "image/png"),
+    };
+    const moved = (from: string, to: string) => apply(files, planRename(files, from, to))[to]!;
+    // Bytes under a text name: text when they are UTF-8 (then editable), else octet-stream bytes.
+    expect(moved("/empty.png", "/e.txt")).toEqual({ content: "", mimeType: "text/plain", created_at: t, modified_at: t });
+    expect(moved("/utf8.bin", "/u.md")).toEqual({ content: "héllo", mimeType: "text/markdown", created_at: t, modified_at: t });
+    const edited = planEdit(apply(files, planRename(files, "/utf8.bin", "/u.md")), "/u.md", "é", "e");
+    expect(edited.result).toEqual({ path: "/u.md", occurrences: 1 });
+    expect(edited.update!["/u.md"]!.content).toBe("hello");
+    expect(moved("/bad.bin", "/b.txt")).toBe(files["/bad.bin"]);
+    // Text under a binary name: its UTF-8 bytes.
+    expect(moved("/a.txt", "/a.png")).toEqual(bytes(new TextEncoder().encode("abc"), "image/png"));
+    expect(moved("/v1.txt", "/v.png")).toEqual(bytes(new TextEncoder().encode("x\ny"), "image/png"));
+    // Same class: only the type changes; same type: the very entry.
+    expect(moved("/a.txt", "/a.md")).toEqual({ ...files["/a.txt"], mimeType: "text/markdown" });
+    expect(moved("/v1.txt", "/w.txt")).toBe(files["/v1.txt"]);
+    expect(moved("/empty.png", "/other.png")).toBe(files["/empty.png"]);
+    // A directory's entries each follow their new names.
+    expect(apply(files, planRename(files, "/d", "/e"))["/e/p.png"]).toBe(files["/d/p.png"]);
+    expect(downloadFromFiles(apply(files, planRename(files, "/a.txt", "/a.png")), ["/a.png"])[0]!.content).toEqual(new TextEncoder().encode("abc"));
+  });
+
   it("rename moves a directory subtree, and refuses what POSIX refuses", () => {
     const files: FilesMap = { "/d/a": text("a"), "/d/e/b": text("b"), "/d2/c": text("c"), "/f": text("f") };
     expect(apply(files, planRename(files, "/d", "/n/m"))).toEqual({
