@@ -139,20 +139,25 @@ describe("VfsSandbox over a composite of every route kind", () => {
     const sandbox = sandboxOver(new StateBackend());
     const agent = createDeepAgent({
       model: new ParallelScriptedModel([
-        [1, 2, 3].map((n) => ({ name: "execute", args: { command: `sleep 1; echo ${n} > /par-${n}.txt; cat /par-${n}.txt` } })),
+        [1, 2, 3].map((n) => ({ name: "execute", args: { command: `date +%s%N; sleep 2; echo ${n} > /par-${n}.txt; cat /par-${n}.txt; date +%s%N` } })),
         [{ name: "execute", args: { command: "cat /par-1.txt /par-2.txt /par-3.txt" } }],
       ]),
       backend: sandbox as unknown as UpstreamBackend,
     });
-    const started = Date.now();
     const result = (await agent.invoke({ messages: [new HumanMessage("go")] }, { recursionLimit: 30 })) as { messages: BaseMessage[]; files: Record<string, unknown> };
-    const elapsed = Date.now() - started;
     const texts = result.messages.filter((m): m is ToolMessage => ToolMessage.isInstance(m)).map((m) => String(m.content));
-    expect(texts.slice(0, 3).map((t) => t.split("\n")[0]).sort()).toEqual(["1", "2", "3"]);
+    const runs = texts.slice(0, 3).map((t) => {
+      const [start, n, end] = t.split("\n");
+      return { n, start: BigInt(start!), end: BigInt(end!) };
+    });
+    expect(runs.map((r) => r.n).sort()).toEqual(["1", "2", "3"]);
     expect(texts[3]).toMatch(/^1\n2\n3\n/);
     expect(Object.keys(result.files).sort()).toEqual(["/par-1.txt", "/par-2.txt", "/par-3.txt"]);
-    // Three one-second commands in well under three seconds: they ran at once.
-    expect(elapsed).toBeLessThan(2900);
+    // They ran at once: every command had started before any had ended (the clocks are the
+    // host's; a slow machine cannot make one-after-another look like this).
+    const lastStart = runs.reduce((a, r) => (r.start > a ? r.start : a), 0n);
+    const firstEnd = runs.reduce((a, r) => (r.end < a ? r.end : a), runs[0]!.end);
+    expect(lastStart < firstEnd, `starts ${runs.map((r) => r.start)} ends ${runs.map((r) => r.end)}`).toBe(true);
   });
 });
 
