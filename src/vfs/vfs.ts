@@ -299,7 +299,7 @@ export class Vfs {
     // page cache, where a buffered open costs a READ round trip for every file the kernel has
     // no pages of (each one a save has just replaced, every file after a remount).
     if ((host || this.files.get(path)?.host) && !attr.isDir) {
-      const fh = await this.openHost(path, writable, writable && (flags & O_TRUNC) !== 0, attr.version);
+      const fh = await this.openHost(path, { write: writable, replace: writable && (flags & O_TRUNC) !== 0 }, attr.version);
       if (fh !== undefined) return fh;
     }
     const file = this.acquire(path);
@@ -352,7 +352,7 @@ export class Vfs {
     const creator = existed ? undefined : { mode: mode & 0o7777, ...this.ownerOfNew(parent, caller) };
     if (host || this.files.get(path)?.host) {
       // A disk file is made in place with them.
-      const fh = await this.openHost(path, true, true, undefined, creator);
+      const fh = await this.openHost(path, { write: true, replace: true, ...(creator && { create: creator }) });
       if (fh !== undefined) {
         this.addToListing(path, false);
         if (!existed) this.entriesChanged(parentOf(path));
@@ -1353,10 +1353,12 @@ export class Vfs {
    * buffer already (every handle on a file is one or the other: the kernel refuses a mix).
    * Writes start so only where the route's size limit is no tighter than a buffer's (the
    * kernel's writes cannot be refused at the limit), unless the file is in the kernel's hands
-   * already. `replace`: O_TRUNC (a new file, as the atomic save does it). `version`: the
+   * already. `how` is what the backend is asked for (`replace`: O_TRUNC, a new file, as the
+   * atomic save does it; `create`: a new name, made in place). `version`: the
    * path's, for a reader (a file kept since the last close is taken if it is still that one).
    */
-  private async openHost(path: string, writable: boolean, replace: boolean, version?: string, create?: HostFileOpenOptions["create"]): Promise<number | undefined> {
+  private async openHost(path: string, how: HostFileOpenOptions, version?: string): Promise<number | undefined> {
+    const { write: writable, replace } = how;
     const backend = this.backend;
     if (!hasHostFiles(backend)) return undefined;
     let file = this.files.get(path);
@@ -1369,7 +1371,7 @@ export class Vfs {
       if (!writable && this.hostFiles >= this.options.hostFilesMax && !this.idleHosts.evictOldest()) return undefined;
       const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(path) : undefined;
       if (writable && limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
-      const result = await this.call("openHostFile", () => backend.openHostFile(path, { write: writable, replace, create }));
+      const result = await this.call("openHostFile", () => backend.openHostFile(path, how));
       // Out of descriptors: a reader is served from a buffer instead (a descriptor only while it reads).
       if (result.error && !writable && reasonOf(result, [path]) === "too_many_open_files") return undefined;
       if (result.error) throw backendError(result, "open", path);
@@ -1378,7 +1380,7 @@ export class Vfs {
       const winner = this.files.get(path);
       if (winner) {
         result.file.close();
-        return winner.host ? this.openHost(path, writable, replace, version, create) : undefined;
+        return winner.host ? this.openHost(path, how, version) : undefined;
       }
       file = this.acquire(path);
       file.host = result.file;
