@@ -11,9 +11,12 @@
  * itself, in place (appends, random writes, a database), as on a local disk. A file with
  * hard links is always written in place (replacing it would cut it off from its other names).
  *
- * Readers get an O_RDONLY descriptor (a read-write one would count as a writer to inotify
- * and to ETXTBSY); the kernel opens the file anew for every open with that open's own
- * flags, so the descriptor's mode only matters for the fallbacks below.
+ * The descriptor is a reader's (O_RDONLY) whoever opened the file, writers too: the kernel
+ * opens the file anew for every open with that open's own flags, so the descriptor's mode
+ * only matters for the fallbacks below (made read-write at their first write), while a
+ * read-write one would count as a writer to inotify and make an exec of the file fail with
+ * ETXTBSY for as long as the mount keeps it. Only the atomic save's temporary file is
+ * opened read-write (it is made by the same helper as writeFileAtomic's).
  */
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
@@ -31,7 +34,6 @@ export interface HostFileContext {
 }
 
 export class DiskHostFile implements HostFile {
-  private writable: boolean;
   private wrote = false;
 
   private constructor(
@@ -40,9 +42,11 @@ export class DiskHostFile implements HostFile {
     private temp: string | undefined,
     private readonly target: string,
     private readonly context: HostFileContext,
-    writable: boolean,
+    /** Opened by a writer. */
+    private readonly forWriting: boolean,
+    /** The descriptor's own mode is read-write. */
+    private fdWritable = false,
   ) {
-    this.writable = writable;
     if (temp) context.pending.add(temp);
   }
 
@@ -62,16 +66,16 @@ export class DiskHostFile implements HostFile {
         fs.rmSync(temp, { force: true });
         throw error;
       }
-      return new DiskHostFile(fd, temp, target, context, true);
+      return new DiskHostFile(fd, temp, target, context, true, true);
     }
-    const fd = fs.openSync(target, (write ? fs.constants.O_RDWR : fs.constants.O_RDONLY) | fs.constants.O_NOFOLLOW);
+    const fd = fs.openSync(target, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
     const file = new DiskHostFile(fd, undefined, target, context, write);
     if (replace) file.truncate(0);
     return file;
   }
 
   get mayHaveChanged(): boolean {
-    return this.writable || this.wrote;
+    return this.forWriting || this.wrote;
   }
 
   get unsaved(): boolean {
@@ -101,7 +105,7 @@ export class DiskHostFile implements HostFile {
   save(): { error?: string } {
     const temp = this.temp;
     if (temp === undefined) {
-      if (this.writable) this.context.written(this.target);
+      if (this.mayHaveChanged) this.context.written(this.target);
       return {};
     }
     try {
@@ -116,6 +120,8 @@ export class DiskHostFile implements HostFile {
   }
 
   close(): void {
+    // Handed to a reader (see reader()): it closes it.
+    if (this.fd < 0) return;
     fs.closeSync(this.fd);
     if (this.temp === undefined) return;
     fs.rmSync(this.temp, { force: true });
@@ -123,13 +129,22 @@ export class DiskHostFile implements HostFile {
     this.temp = undefined;
   }
 
-  /** A reader's descriptor made read-write (a writer shares this file now): the same file, whatever its name is now. */
+  /** Hands its own descriptor over where it is a reader's (no system call; this one is then closed), else opens one. */
+  reader(): HostFile | undefined {
+    if (this.temp !== undefined) return undefined;
+    let fd = this.fd;
+    if (this.fdWritable) fd = fs.openSync(`/proc/self/fd/${this.fd}`, fs.constants.O_RDONLY);
+    else this.fd = -1;
+    return new DiskHostFile(fd, undefined, this.target, this.context, false);
+  }
+
+  /** The reader's descriptor made read-write for a fallback's write: the same file, whatever its name is now. */
   private ensureWritable(): void {
-    if (this.writable) return;
+    if (this.fdWritable) return;
     const fd = fs.openSync(`/proc/self/fd/${this.fd}`, fs.constants.O_RDWR);
     fs.closeSync(this.fd);
     this.fd = fd;
-    this.writable = true;
+    this.fdWritable = true;
   }
 }
 
@@ -141,7 +156,7 @@ export class DiskHostFile implements HostFile {
 function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileOpenOptions["create"]>): number | undefined {
   let fd: number;
   try {
-    fd = fs.openSync(target, fs.constants.O_RDWR | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode & 0o7777);
+    fd = fs.openSync(target, fs.constants.O_RDONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, mode & 0o7777);
   } catch (error) {
     if (errorCode(error) === "EEXIST") return undefined;
     throw error;

@@ -321,6 +321,12 @@ export interface HostFile {
   save(): { error?: string };
   /** Closes the descriptor; a temporary file never saved is removed. */
   close(): void;
+  /**
+   * A read-only descriptor of the same file, as a HostFile of its own: what a mount keeps for
+   * the next reader after the last writer's close (a writer's descriptor, kept, would make
+   * exec of the file fail with ETXTBSY). Undefined while the file is an unsaved temporary file.
+   */
+  reader(): HostFile | undefined;
 }
 
 export interface HostFileOpenResult {

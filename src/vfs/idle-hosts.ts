@@ -1,8 +1,9 @@
 /**
- * Disk files the kernel read (FUSE passthrough) whose last reader has closed them, kept open
- * a few seconds for the next reader: a build, a test run or a second `grep -r` opens the same
- * files again, and a kept descriptor spares that open the path walk, the open and the close
- * on the disk. A kept file is handed out only while the path's current version (mtime, size
+ * Disk files the kernel read or wrote (FUSE passthrough) whose last handle has closed, kept
+ * open a few seconds for the next reader: a build, a test run or a second `grep -r` opens the
+ * same files again (or the files it just wrote), and a kept descriptor spares that open the
+ * path walk, the open and the close on the disk. Always a reader's descriptor (see
+ * HostFile.reader). A kept file is handed out only while the path's current version (mtime, size
  * and inode, as the vfs knows it) is still the one the descriptor has; anything the mount
  * changes at the path drops it, and a change made elsewhere shows through the version once
  * the vfs's attributes have expired, as for every open. Bounded in count and time, so a file
@@ -33,11 +34,13 @@ export class IdleHosts {
     });
   }
 
-  /** Keeps `host`, the file at `path` that nobody has open any more; false when it cannot be kept (then the caller closes it). */
-  park(path: string, host: HostFile): boolean {
-    let version: string | undefined;
+  /**
+   * Keeps `host`, the file at `path` that nobody has open any more, of `version` (its stat's
+   * when not given); false when it cannot be kept (then the caller closes it).
+   */
+  park(path: string, host: HostFile, version?: string): boolean {
     try {
-      version = host.stat().version;
+      version ??= host.stat().version;
     } catch {
       return false;
     }

@@ -1419,10 +1419,28 @@ export class Vfs {
     file.host = undefined;
     // Only read: kept for the next reader, unless the name is gone.
     if (!host.mayHaveChanged && !file.detached && this.idleHosts.park(file.path, host)) return;
+    // Written: a reader's descriptor of what the path holds now is kept instead (a build reads what it just wrote).
+    const reader = final ? this.readerOf(host) : undefined;
     this.closeHostFile(host);
     if (!host.mayHaveChanged) return;
     this.contentChanged(file.path);
-    if (final) this.remember(file.path, this.attrOf(file.path, final));
+    if (!final) return;
+    const attr = this.remember(file.path, this.attrOf(file.path, final));
+    // Of the version the next open compares (this.attr's).
+    if (reader && !this.idleHosts.park(file.path, reader, attr.version)) this.closeHostFile(reader);
+  }
+
+  /** A read-only descriptor of a host file's file, counted against the budget; undefined when none can be had. */
+  private readerOf(host: HostFile): HostFile | undefined {
+    if (this.hostFiles >= this.options.hostFilesMax && !this.idleHosts.evictOldest()) return undefined;
+    let reader: HostFile | undefined;
+    try {
+      reader = host.reader();
+    } catch {
+      return undefined;
+    }
+    if (reader) this.hostFiles++;
+    return reader;
   }
 
   /** The one place a disk file held for the kernel is closed: the budget and the listeners (a transport's backing) hear of it. */

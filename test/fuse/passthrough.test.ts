@@ -6,6 +6,7 @@
  * size limit still refuses the crossing write.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { constants as fsConstants, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -22,14 +23,32 @@ let root: string;
 let m: TestMount | undefined;
 let reads: { mock: { calls: unknown[] } };
 let writes: { mock: { calls: unknown[] } };
+/** The disk route's opens of host files: a kept file taken again costs none. */
+let hostOpens: { mock: { calls: unknown[] } };
 
 async function mountDisk(maxFileSizeMb = 4096, hostFilesMax?: number): Promise<TestMount> {
   const disk = new FilesystemBackend({ rootDir: root, virtualMode: true, maxFileSizeMb });
+  hostOpens = vi.spyOn(disk, "openHostFile");
   const mounted = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw", allowOther: true, vfs: hostFilesMax ? { hostFilesMax } : undefined });
   // The kernel ops call the vfs's methods by name: what reaches the daemon is counted.
   reads = vi.spyOn(mounted.vfs, "read");
   writes = vi.spyOn(mounted.vfs, "write");
   return mounted;
+}
+
+/** The access mode (O_RDONLY, O_WRONLY, O_RDWR) of each of this process's descriptors open on `file`. */
+function accessModesOn(file: string): number[] {
+  const modes: number[] = [];
+  for (const fd of readdirSync("/proc/self/fd")) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) !== file) continue;
+      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))![1]!;
+      modes.push(parseInt(flags, 8) & 0o3); // O_ACCMODE
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return modes;
 }
 
 const py = (code: string) => `python3 - <<'EOF'\n${code}\nEOF`;
@@ -171,17 +190,22 @@ os.close(g)`),
     expect(reads.mock.calls.length).toBe(readsBefore);
   });
 
-  it("keeps a file read for its next reader, and lets it go when the mount changes the file", async () => {
+  it("keeps a file read or written for its next reader, read-only, and lets it go when the mount changes the file", async () => {
     m = await mountDisk();
     const dir = path.join(m.dir, "fs");
     const kept = () => descriptorsOn(path.join(root, "kept.txt"));
     await ok("echo first > kept.txt", dir);
+    // This process is the daemon: one descriptor, kept since the writer's close, a reader's.
+    expect(accessModesOn(path.join(root, "kept.txt"))).toEqual([fsConstants.O_RDONLY]);
+    const opensAfterWrite = hostOpens.mock.calls.length;
     for (let i = 0; i < 3; i++) expect(await ok("cat kept.txt", dir)).toBe("first\n");
-    // This process is the daemon: one descriptor, kept since the first reader's close.
+    // Every reader took the kept file: no open of the disk file.
+    expect(hostOpens.mock.calls.length).toBe(opensAfterWrite);
     expect(kept()).toBe(1);
-    // A save through the mount lets it go; the next reader reads the new file.
+    // A save through the mount lets the old file go; what is kept is the new one.
     await ok("echo second > kept.txt", dir);
-    expect(kept()).toBe(0);
+    expect(accessModesOn(path.join(root, "kept.txt"))).toEqual([fsConstants.O_RDONLY]);
+    expect(descriptorsOn(`${path.join(root, "kept.txt")} (deleted)`)).toBe(0);
     expect(await ok("cat kept.txt", dir)).toBe("second\n");
     expect(kept()).toBe(1);
     await ok("mv kept.txt moved.txt", dir);
@@ -189,6 +213,22 @@ os.close(g)`),
     expect(await ok("cat moved.txt && rm moved.txt", dir)).toBe("second\n");
     expect(descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
     expect(reads.mock.calls.length).toBe(0);
+  });
+
+  it("keeps a program just written for its next reader without blocking its run on the disk (a writer's descriptor would: ETXTBSY)", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const onDisk = path.join(root, "run.sh");
+    // Each write is closed and released before the next command (the shell waits for them).
+    await ok("printf '#!/bin/sh\\necho ran\\n' > run.sh && chmod +x run.sh", dir);
+    expect(accessModesOn(onDisk)).toEqual([fsConstants.O_RDONLY]);
+    expect(await ok(onDisk, "/")).toBe("ran\n");
+    expect(await ok("./run.sh", dir)).toBe("ran\n");
+    // Written again in place (O_APPEND): kept again as a reader's descriptor.
+    await ok("echo 'echo again' >> run.sh", dir);
+    expect(accessModesOn(onDisk)).toEqual([fsConstants.O_RDONLY]);
+    expect(await ok(onDisk, "/")).toBe("ran\nagain\n");
+    expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
   });
 
   it("unmounts with files kept and says nothing: the kernel dropped their backing ids with the connection", async () => {
