@@ -21,12 +21,12 @@
  * nodes never collide, and memory is a constant (slots x 128 bytes, touched as used).
  */
 #include "attr_mirror.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
-#include <time.h>
 
 enum {
   OP_LOOKUP = 1, OP_FORGET = 2, OP_GETATTR = 3, OP_SETATTR = 4, OP_READLINK = 5, OP_SYMLINK = 6,
@@ -39,10 +39,6 @@ enum {
   OP_TMPFILE = 51, OP_STATX = 52,
 };
 
-#define IN_HEADER_SIZE 40
-#define OUT_HEADER_SIZE 16
-#define O_ACCMODE_BITS 3
-#define O_TRUNC_BIT 01000
 
 typedef struct {
   uint64_t nodeid;
@@ -63,27 +59,8 @@ struct attr_mirror {
   int32_t *shared;
 };
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static uint64_t u64_at(const uint8_t *p) {
-  uint64_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static uint32_t u32_at(const uint8_t *p) {
-  uint32_t v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 attr_mirror *mirror_new(uint32_t slots, int32_t *shared) {
-  uint32_t size = 1;
-  while (size < slots && size < (1u << 24)) size <<= 1;
+  uint32_t size = table_size(slots);
   attr_mirror *mirror = calloc(1, sizeof *mirror);
   if (!mirror) return NULL;
   mirror->slots = calloc(size, sizeof(slot));

@@ -7,7 +7,8 @@
  *  - FUSE passthrough: register an open file with the kernel (FUSE_DEV_IOC_BACKING_OPEN) so
  *    that reads and writes of a file opened through the mount go straight to it.
  *  - answer a GETATTR without entering JavaScript, from the replies the vfs published
- *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs.
+ *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs; and the
+ *    OPEN of a file the vfs keeps for its next reader (kept_opens.c).
  *
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
@@ -25,6 +26,8 @@
 #include <uv.h>
 
 #include "attr_mirror.h"
+#include "kept_opens.h"
+#include "wire.h"
 
 /* linux/fuse.h (7.40+), spelled out so that the build needs no kernel headers of that age. */
 struct backing_map {
@@ -74,18 +77,29 @@ static int32_t int_arg(napi_env env, napi_value value) {
 /* GETATTRs answered in one read() call at most, before the loop gets a turn (the poll fires again). */
 #define ANSWER_BURST 256
 
-/* A mirror and a reference to the typed array it writes into, which must live as long. */
+/* A mirror, its kept opens, and a reference to the typed array they write into, which must live as long. */
 typedef struct {
   attr_mirror *mirror;
+  kept_opens *kept;
   napi_ref shared;
 } mirror_handle;
 
-static attr_mirror *mirror_arg(napi_env env, napi_value value) {
+static mirror_handle *handle_arg(napi_env env, napi_value value) {
   napi_valuetype type;
   void *handle = NULL;
   if (napi_typeof(env, value, &type) != napi_ok || type != napi_external) return NULL;
   if (napi_get_value_external(env, value, &handle) != napi_ok || !handle) return NULL;
-  return ((mirror_handle *)handle)->mirror;
+  return handle;
+}
+
+static attr_mirror *mirror_arg(napi_env env, napi_value value) {
+  mirror_handle *handle = handle_arg(env, value);
+  return handle ? handle->mirror : NULL;
+}
+
+static kept_opens *kept_arg(napi_env env, napi_value value) {
+  mirror_handle *handle = handle_arg(env, value);
+  return handle ? handle->kept : NULL;
 }
 
 /*
@@ -109,16 +123,19 @@ static void acknowledge_release(int fd, const uint8_t *request, size_t length) {
 
 /*
  * read(fd, buffer, mirror?) -> bytes of the next request JS is to handle, or -errno (EAGAIN:
- * nothing waiting; ENODEV: unmounted). With a mirror, the requests it answers are answered
- * here and never returned, and RELEASE and RELEASEDIR are acknowledged here before they are
- * returned (acknowledge_release).
+ * nothing waiting; ENODEV: unmounted). With a mirror, the requests it and its kept opens
+ * answer are answered here and never returned (the kept opens answered are then taken with
+ * keptTakeAnswered before anything else), and RELEASE and RELEASEDIR are acknowledged here
+ * before they are returned (acknowledge_release).
  */
 static napi_value device_read(napi_env env, napi_callback_info info) {
   ARGS(3);
   void *data;
   size_t length;
   CHECK(env, napi_get_buffer_info(env, argv[1], &data, &length));
-  attr_mirror *mirror = argc >= 3 ? mirror_arg(env, argv[2]) : NULL;
+  mirror_handle *handle = argc >= 3 ? handle_arg(env, argv[2]) : NULL;
+  attr_mirror *mirror = handle ? handle->mirror : NULL;
+  kept_opens *kept = handle ? handle->kept : NULL;
   int fd = int_arg(env, argv[0]);
   int32_t out;
   for (int answered = 0;;) {
@@ -132,7 +149,7 @@ static napi_value device_read(napi_env env, napi_callback_info info) {
     out = (int32_t)n;
     if (!mirror) break;
     mirror_arrived(mirror, data, (size_t)n);
-    if (!mirror_answer(mirror, fd, data, (size_t)n)) {
+    if (!mirror_answer(mirror, fd, data, (size_t)n) && !(kept && kept_answer(kept, fd, data, (size_t)n))) {
       acknowledge_release(fd, data, (size_t)n);
       break;
     }
@@ -151,10 +168,14 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
   mirror_handle *handle = data;
   napi_delete_reference(env, handle->shared);
   mirror_free(handle->mirror);
+  kept_free(handle->kept);
   free(handle);
 }
 
-/* createMirror(shared: Int32Array(1+), slots) -> mirror (freed with its last JS reference). */
+/*
+ * createMirror(shared: Int32Array(1+), slots) -> mirror (freed with its last JS reference);
+ * with two elements or more, kept opens too (shared[1]: their answers not yet taken).
+ */
 static napi_value create_mirror(napi_env env, napi_callback_info info) {
   ARGS(2);
   napi_typedarray_type type;
@@ -166,7 +187,9 @@ static napi_value create_mirror(napi_env env, napi_callback_info info) {
   }
   mirror_handle *handle = calloc(1, sizeof *handle);
   if (handle) handle->mirror = mirror_new((uint32_t)int_arg(env, argv[1]), shared);
-  if (!handle || !handle->mirror) {
+  if (handle && handle->mirror && count >= 2) handle->kept = kept_new((uint32_t)int_arg(env, argv[1]), (int32_t *)shared + 1);
+  if (!handle || !handle->mirror || (count >= 2 && !handle->kept)) {
+    if (handle) mirror_free(handle->mirror);
     free(handle);
     return throw_errno(env, "createMirror", ENOMEM);
   }
@@ -221,6 +244,47 @@ static napi_value mirror_clear_js(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* keptPublish(mirror, nodeid, fh, openFlags, backingId, ttlMs) */
+static napi_value kept_publish_js(napi_env env, napi_callback_info info) {
+  ARGS(6);
+  kept_opens *kept = kept_arg(env, argv[0]);
+  if (kept) {
+    kept_publish(kept, (uint64_t)int64_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2]), (uint32_t)int_arg(env, argv[3]), int_arg(env, argv[4]), (uint32_t)int_arg(env, argv[5]));
+  }
+  return NULL;
+}
+
+/* keptUnpublish(mirror, nodeid, fh) */
+static napi_value kept_unpublish_js(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  kept_opens *kept = kept_arg(env, argv[0]);
+  if (kept) kept_unpublish(kept, (uint64_t)int64_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2]));
+  return NULL;
+}
+
+/* keptTakeAnswered(mirror, out: Float64Array) -> pairs written (node id, handle), at most out.length / 2. */
+static napi_value kept_take_answered_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  kept_opens *kept = kept_arg(env, argv[0]);
+  napi_typedarray_type type;
+  size_t count = 0;
+  void *data = NULL;
+  uint32_t taken = 0;
+  if (kept && napi_get_typedarray_info(env, argv[1], &type, &count, &data, NULL, NULL) == napi_ok && type == napi_float64_array) {
+    uint64_t pairs[KEPT_ANSWERED_MAX][2];
+    uint32_t max = (uint32_t)(count / 2 < KEPT_ANSWERED_MAX ? count / 2 : KEPT_ANSWERED_MAX);
+    taken = kept_take_answered(kept, &pairs[0][0], max);
+    double *out = data;
+    for (uint32_t i = 0; i < taken; i++) {
+      out[2 * i] = (double)pairs[i][0];
+      out[2 * i + 1] = (double)pairs[i][1];
+    }
+  }
+  napi_value result;
+  CHECK(env, napi_create_uint32(env, taken, &result));
+  return result;
+}
+
 /* A uv_poll on the device; its JS callback is called on the loop when requests wait. */
 typedef struct {
   uv_poll_t poll;
@@ -235,12 +299,6 @@ typedef struct {
   int64_t spin_ns;
   int closing;
 } device_watch;
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /*
  * A caller that works through files one by one (ls -l, grep -r, a build) sends its next
@@ -379,6 +437,9 @@ static napi_value init(napi_env env, napi_value exports) {
       {"mirrorSettled", NULL, mirror_settled_js, NULL, NULL, NULL, napi_default, NULL},
       {"mirrorDrop", NULL, mirror_drop_js, NULL, NULL, NULL, napi_default, NULL},
       {"mirrorClear", NULL, mirror_clear_js, NULL, NULL, NULL, napi_default, NULL},
+      {"keptPublish", NULL, kept_publish_js, NULL, NULL, NULL, napi_default, NULL},
+      {"keptUnpublish", NULL, kept_unpublish_js, NULL, NULL, NULL, napi_default, NULL},
+      {"keptTakeAnswered", NULL, kept_take_answered_js, NULL, NULL, NULL, napi_default, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;

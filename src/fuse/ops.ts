@@ -1,6 +1,7 @@
 /** The table of kernel operations: each one a vfs call, optionally logged (-v). */
 import { FsError, type Vfs } from "../vfs/index.js";
-import type { KernelOps } from "./transport.js";
+import type { HostFile } from "../protocol/index.js";
+import type { BackingFile, KernelOps } from "./transport.js";
 
 export interface OpsOptions {
   /** Log every kernel operation with its outcome and duration. */
@@ -18,10 +19,12 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     create: (path, mode, caller, passthrough) => vfs.create(path, mode, caller, passthrough),
     backingFile: (fh) => {
       const host = vfs.hostFile(fh);
-      return host && { key: host, fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
+      return host && backingOf(vfs, host);
     },
     closeHasWork: (fh) => vfs.closeHasWork(fh),
     onInvalidate: (listener) => vfs.onInvalidate(listener),
+    onKept: (listener) => vfs.onKept((path, host, fh, ttlMs) => listener({ path, file: backingOf(vfs, host), fh, ttlMs })),
+    adoptKept: (path, fh) => vfs.adoptKept(path, fh),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
     flush: (_path, fh) => vfs.flush(fh),
@@ -78,7 +81,12 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate"]);
+const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept"]);
+
+/** A disk file the vfs holds, as a transport registers it (keyed by the vfs's object, which outlives its handles). */
+function backingOf(vfs: Vfs, host: HostFile): BackingFile {
+  return { key: host, fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
+}
 
 type Op = (...args: unknown[]) => Promise<unknown>;
 

@@ -17,6 +17,16 @@ export interface BackingFile {
   whenClosed(listener: () => void): void;
 }
 
+/** A disk file the vfs keeps for its next reader (its last handle closed): see KernelOps.onKept. */
+export interface KeptFile {
+  readonly path: string;
+  readonly file: BackingFile;
+  /** The handle that reader's open is to get. */
+  readonly fh: number;
+  /** How long an open in the vfs would not look at the backend again. */
+  readonly ttlMs: number;
+}
+
 export interface KernelOps {
   getattr(path: string): Promise<VfsStat>;
   access(path: string, mode: number): Promise<void>;
@@ -36,6 +46,14 @@ export interface KernelOps {
    * copies of attributes are forgotten with them.
    */
   onInvalidate?(listener: (paths: string[] | "all") => void): void;
+  /**
+   * A transport that can answer a reader's OPEN without the vfs (the addon's kept opens)
+   * hears of each file kept for its next reader; `listener` returns what withdraws it (it
+   * is called when the vfs lets the file go or opens it itself).
+   */
+  onKept?(listener: (kept: KeptFile) => (() => void) | undefined): void;
+  /** Such an open was answered with `kept.fh`: the vfs takes the file as its own open would have. False when it no longer keeps it. */
+  adoptKept?(path: string, fh: number): boolean;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;

@@ -7,14 +7,19 @@
  *
  * `weight`: how many entries one value counts as (a directory listing: its names), so that
  * a cache of many large values stays within the same bound as one of many small ones.
+ * `dispose`: lru-cache's, called for every value replaced, deleted, evicted or expired.
  */
 import { LRUCache } from "lru-cache";
 
-export function boundedLru<K extends {}, V extends {}>(entries: number, options: { ttl?: number; weight?: (value: V) => number } = {}): LRUCache<K, V> {
-  const { weight, ttl } = options;
+export function boundedLru<K extends {}, V extends {}>(
+  entries: number,
+  options: { ttl?: number; weight?: (value: V) => number; dispose?: LRUCache.Disposer<K, V> } = {},
+): LRUCache<K, V> {
+  const { weight, ttl, dispose } = options;
   return new LRUCache<K, V>({
     maxSize: entries,
     sizeCalculation: weight ? (value) => Math.max(1, Math.min(entries, weight(value))) : () => 1,
     ...(ttl === undefined ? {} : { ttl }),
+    ...(dispose && { dispose }),
   });
 }

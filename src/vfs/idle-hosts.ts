@@ -17,6 +17,8 @@ interface Idle {
   version: string;
   /** Handed out again: the cache lets go of it without closing it. */
   taken: boolean;
+  /** Announced to a transport that answers its next reader's open itself, with this handle; `letGo` withdraws it. */
+  announced?: { fh: number; letGo: () => void };
 }
 
 export class IdleHosts {
@@ -28,7 +30,9 @@ export class IdleHosts {
       max: Math.max(1, max),
       ttl: keepMs,
       ttlAutopurge: true,
+      // Withdrawn before it closes: the transport never answers an open with a file let go.
       dispose: (idle) => {
+        idle.announced?.letGo();
         if (!idle.taken) close(idle.host);
       },
     });
@@ -36,17 +40,18 @@ export class IdleHosts {
 
   /**
    * Keeps `host`, the file at `path` that nobody has open any more, of `version` (its stat's
-   * when not given); false when it cannot be kept (then the caller closes it).
+   * when not given): the version kept, undefined when it cannot be kept (then the caller
+   * closes it).
    */
-  park(path: string, host: HostFile, version?: string): boolean {
+  park(path: string, host: HostFile, version?: string): string | undefined {
     try {
       version ??= host.stat().version;
     } catch {
-      return false;
+      return undefined;
     }
-    if (version === undefined) return false;
+    if (version === undefined) return undefined;
     this.idle.set(path, { host, version, taken: false });
-    return true;
+    return version;
   }
 
   /** The kept file at `path` if it is still of `version` (undefined: the caller will write; drop it). */
@@ -56,6 +61,36 @@ export class IdleHosts {
     if (version !== undefined && idle.version === version) idle.taken = true;
     this.idle.delete(path);
     return idle.taken ? idle.host : undefined;
+  }
+
+  /** The kept file at `path`, left kept. */
+  peek(path: string): HostFile | undefined {
+    return this.idle.peek(path)?.host;
+  }
+
+  /** The kept file at `path` was announced to a transport with handle `fh`; `letGo` withdraws it, whenever the file goes. */
+  announce(path: string, fh: number, letGo: () => void): void {
+    const idle = this.idle.peek(path);
+    if (idle) idle.announced = { fh, letGo };
+    else letGo();
+  }
+
+  /** The transport is no longer to hand out the kept file at `path` (still kept for an open here, which checks its version). */
+  withdraw(path: string): void {
+    const idle = this.idle.peek(path);
+    const announced = idle?.announced;
+    if (!announced) return;
+    idle.announced = undefined;
+    announced.letGo();
+  }
+
+  /** The kept file at `path` announced with `fh`, taken by the reader the transport answered with it. */
+  adopt(path: string, fh: number): HostFile | undefined {
+    const idle = this.idle.peek(path);
+    if (idle?.announced?.fh !== fh) return undefined;
+    idle.taken = true;
+    this.idle.delete(path);
+    return idle.host;
   }
 
   /** Closes the least recently kept file, to make room; false when none is kept. */

@@ -1,4 +1,5 @@
 /** What the vfs hands to a transport: plain numbers, no kernel library types. */
+import type { HostFile } from "../protocol/index.js";
 
 export const S_IFMT = 0o170000;
 export const S_IFDIR = 0o040000;
@@ -82,3 +83,9 @@ export interface VfsOptions {
    */
   hostFilesMax?: number;
 }
+
+/**
+ * Hears of a disk file kept for its next reader (Vfs.onKept): that reader's open is to get
+ * handle `fh`, within `ttlMs`; returns what withdraws it (undefined: not taken up).
+ */
+export type KeptListener = (path: string, host: HostFile, fh: number, ttlMs: number) => (() => void) | undefined;

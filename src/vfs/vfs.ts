@@ -53,7 +53,7 @@ import { IdleHosts } from "./idle-hosts.js";
 import { MAX_CONTENT_BYTES, OpenFile } from "./open-file.js";
 import { PageCache } from "./page-cache.js";
 import { withTimeout } from "./timeout.js";
-import { S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, type AccessOperation, type Caller, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
+import { S_IFDIR, S_IFLNK, S_IFMT, S_IFREG, S_ISGID, type AccessOperation, type Caller, type KeptListener, type VfsDirEntry, type VfsOptions, type VfsStat, type VfsStatfs } from "./types.js";
 
 interface Attr {
   isDir: boolean;
@@ -196,6 +196,7 @@ export class Vfs {
   private hostFiles = 0;
   private readonly idleHosts: IdleHosts;
   private readonly hostCloseListeners = new WeakMap<HostFile, Array<() => void>>();
+  private keptListener: KeptListener | undefined;
   private localVersion = 0;
   private readonly mountedAt = Date.now();
   private stopWatching: (() => void) | undefined;
@@ -220,7 +221,8 @@ export class Vfs {
     const ttl = Math.max(1, this.options.attrTimeoutMs);
     // Bounded in entries, however large the directories: the daemon's memory beyond the page
     // cache stays a constant (SEMANTICS.md "Memory").
-    this.attrs = boundedLru<string, Attr>(ATTR_ENTRIES, { ttl });
+    // A kept file is handed out by the transport only while the attributes it was announced with stand (announceKept).
+    this.attrs = boundedLru<string, Attr>(ATTR_ENTRIES, { ttl, dispose: (_attr, path) => this.idleHosts.withdraw(path) });
     this.listings = boundedLru<string, Listing>(LISTED_ENTRIES, { ttl, weight: (listing) => listing.size });
     this.lookedUpMissing = boundedLru<string, true>(10_000, { ttl });
     const routes = (this.backend as { routePrefixes?: unknown }).routePrefixes;
@@ -332,6 +334,30 @@ export class Vfs {
   /** The disk file itself behind such a handle (the same object for as long as the vfs holds it open). */
   hostFile(fh: number): HostFile | undefined {
     return this.handles.get(fh)?.file.host;
+  }
+
+  /**
+   * `listener` hears of every file kept for its next reader (see announceKept) and returns
+   * what withdraws it; the transport then answers that reader's open with `fh` and tells the
+   * vfs before anything else (adoptKept). One listener: the mount's transport.
+   */
+  onKept(listener: KeptListener): void {
+    this.keptListener = listener;
+  }
+
+  /**
+   * A reader's open of a kept file that the transport answered itself with the handle it was
+   * announced with: taken as openHost takes a kept file. False when the file is no longer
+   * kept (the open then has no handle here; its release finds none).
+   */
+  adoptKept(path: string, fh: number): boolean {
+    if (this.files.has(path)) return false;
+    const host = this.idleHosts.adopt(path, fh);
+    if (!host) return false;
+    const file = this.acquire(path);
+    file.host = host;
+    this.handles.set(fh, { file, writable: false });
+    return true;
   }
 
   /** Calls `listener` once `host` is closed (it may outlive its handles: a file kept for its next reader). */
@@ -1328,7 +1354,11 @@ export class Vfs {
 
   private acquire(path: string): OpenFile {
     let file = this.files.get(path);
-    if (!file) this.files.set(path, (file = new OpenFile(path)));
+    if (!file) {
+      // Open here now: the transport no longer hands out a file kept at the path (adoptKept would refuse it).
+      this.idleHosts.withdraw(path);
+      this.files.set(path, (file = new OpenFile(path)));
+    }
     file.refs++;
     return file;
   }
@@ -1418,7 +1448,8 @@ export class Vfs {
     const final = host.mayHaveChanged && !file.detached && !file.dirty ? host.stat() : undefined;
     file.host = undefined;
     // Only read: kept for the next reader, unless the name is gone.
-    if (!host.mayHaveChanged && !file.detached && this.idleHosts.park(file.path, host)) return;
+    const kept = !host.mayHaveChanged && !file.detached ? this.idleHosts.park(file.path, host) : undefined;
+    if (kept !== undefined) return this.announceKept(file.path, kept);
     // Written: a reader's descriptor of what the path holds now is kept instead (a build reads what it just wrote).
     const reader = final ? this.readerOf(host) : undefined;
     this.closeHostFile(host);
@@ -1427,7 +1458,28 @@ export class Vfs {
     if (!final) return;
     const attr = this.remember(file.path, this.attrOf(file.path, final));
     // Of the version the next open compares (this.attr's).
-    if (reader && !this.idleHosts.park(file.path, reader, attr.version)) this.closeHostFile(reader);
+    if (!reader) return;
+    if (this.idleHosts.park(file.path, reader, attr.version) !== undefined) this.announceKept(file.path, attr.version);
+    else this.closeHostFile(reader);
+  }
+
+  /**
+   * A file just kept for its next reader, of `version`: a transport that answers that open
+   * itself hears of it (onKept), with the handle the open gets, when an open here would take
+   * it (the path's cached attributes are of that version: a change that overtook the close,
+   * a truncate by path, replaced the file) and for as long as such an open would not look at
+   * the backend again (while those attributes are cached); it is told when it is let go.
+   */
+  private announceKept(path: string, version: string): void {
+    const listener = this.keptListener;
+    if (!listener || (this.options.access && !this.options.access("read", path))) return;
+    if (this.attrs.peek(path)?.version !== version) return;
+    const ttlMs = Math.min(this.attrs.getRemainingTTL(path), IDLE_HOST_MS);
+    const host = this.idleHosts.peek(path);
+    if (!(ttlMs >= 1) || !host) return;
+    const fh = this.nextHandle++;
+    const letGo = listener(path, host, fh, ttlMs);
+    if (letGo) this.idleHosts.announce(path, fh, letGo);
   }
 
   /** A read-only descriptor of a host file's file, counted against the budget; undefined when none can be had. */

@@ -26,10 +26,11 @@ let writes: { mock: { calls: unknown[] } };
 /** The disk route's opens of host files: a kept file taken again costs none. */
 let hostOpens: { mock: { calls: unknown[] } };
 
-async function mountDisk(maxFileSizeMb = 4096, hostFilesMax?: number): Promise<TestMount> {
+async function mountDisk(maxFileSizeMb = 4096, hostFilesMax?: number, attrTimeoutMs?: number): Promise<TestMount> {
   const disk = new FilesystemBackend({ rootDir: root, virtualMode: true, maxFileSizeMb });
   hostOpens = vi.spyOn(disk, "openHostFile");
-  const mounted = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw", allowOther: true, vfs: hostFilesMax ? { hostFilesMax } : undefined });
+  const vfs = { ...(hostFilesMax && { hostFilesMax }), ...(attrTimeoutMs && { attrTimeoutMs }) };
+  const mounted = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw", allowOther: true, vfs });
   // The kernel ops call the vfs's methods by name: what reaches the daemon is counted.
   reads = vi.spyOn(mounted.vfs, "read");
   writes = vi.spyOn(mounted.vfs, "write");
@@ -229,6 +230,56 @@ os.close(g)`),
     expect(accessModesOn(onDisk)).toEqual([fsConstants.O_RDONLY]);
     expect(await ok(onDisk, "/")).toBe("ran\nagain\n");
     expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
+  });
+
+  it("answers a reader's open of a kept file in the addon; the vfs takes the file as its own open would", async () => {
+    // Attributes kept 10 s, so that a slow machine's python start-up does not outlast them.
+    m = await mountDisk(4096, undefined, 10_000);
+    const dir = path.join(m.dir, "fs");
+    await ok("echo first > k.txt", dir);
+    const opens = vi.spyOn(m.vfs, "open");
+    const adopted = vi.spyOn(m.vfs, "adoptKept");
+    expect(await ok(py(`for i in range(20):\n    with open("k.txt") as f: assert f.read() == "first\\n"\nprint("ok")`), dir)).toBe("ok\n");
+    // Every open answered in the addon (the file kept again at each close), none by the vfs.
+    expect(opens.mock.calls.length).toBe(0);
+    expect(adopted.mock.results.map((r) => r.value)).toEqual(Array(20).fill(true));
+    // A reader it answered shares the file with a writer that joins it, and sees the write.
+    expect(
+      await ok(py(`import os
+r = os.open("k.txt", os.O_RDONLY)
+with open("k.txt", "a") as w: w.write("second\\n")
+print(os.pread(r, 100, 0).decode(), end="")
+os.close(r)`), dir),
+    ).toBe("first\nsecond\n");
+    expect(opens.mock.calls.length).toBe(1);
+    expect(await fs.readFile(path.join(root, "k.txt"), "utf8")).toBe("first\nsecond\n");
+    // The write dropped the path's attributes: the next open is the vfs's, which looks at the disk.
+    expect(await ok("cat k.txt", dir)).toBe("first\nsecond\n");
+    expect(opens.mock.calls.length).toBe(2);
+    // Unlinked while a reader it answered holds it: the reader goes on, the name and the disk file go.
+    expect(
+      await ok(py(`import os
+r = os.open("k.txt", os.O_RDONLY)
+os.unlink("k.txt")
+print(os.pread(r, 100, 0).decode(), os.path.exists("k.txt"), end="")
+os.close(r)`), dir),
+    ).toBe("first\nsecond\n False");
+    expect(opens.mock.calls.length).toBe(2);
+    expect(await fs.readdir(root)).toEqual([]);
+    expect(descriptorsOn(path.join(root, "k.txt"))).toBe(0);
+    expect(reads.mock.calls.length).toBe(0);
+  });
+
+  it("lets a change beside the mount show once the attributes expire, opens answered in the addon or not", async () => {
+    m = await mountDisk(4096, undefined, 200);
+    const dir = path.join(m.dir, "fs");
+    await ok("echo mine > c.txt && cat c.txt", dir);
+    // Replaced on the disk, as an editor or git there would: a new file renamed over the name.
+    await fs.writeFile(path.join(root, "c.new"), "theirs\n");
+    await fs.rename(path.join(root, "c.new"), path.join(root, "c.txt"));
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await ok("cat c.txt", dir)).toBe("theirs\n");
+    expect(await ok("cat c.txt", dir)).toBe("theirs\n");
   });
 
   it("unmounts with files kept and says nothing: the kernel dropped their backing ids with the connection", async () => {

@@ -13,6 +13,7 @@ import { defaultHostFilesMax } from "../../src/vfs/host-budget.js";
 import { descriptorsOn } from "./helpers/open-descriptors.js";
 
 const O_RDONLY = 0;
+const O_WRONLY = 1;
 let root: string;
 let vfs: Vfs;
 
@@ -102,7 +103,6 @@ describe("files only read, handed to the kernel", () => {
 });
 
 describe("files written by the kernel", () => {
-  const O_WRONLY = 1;
   const O_TRUNC = 0o1000;
   // The kernel's writes cannot be refused at a size limit: only a route without a tight one hands them over.
   beforeEach(async () => {
@@ -143,5 +143,77 @@ describe("files written by the kernel", () => {
     const reader = await vfs.open("/f1.txt", O_RDONLY, true);
     expect(vfs.closeHasWork(reader)).toBe(false);
     await vfs.release(reader);
+  });
+});
+
+describe("files kept for their next reader, announced to a transport (the addon's kept opens)", () => {
+  interface Announced {
+    path: string;
+    fh: number;
+    ttlMs: number;
+    withdrawn: boolean;
+  }
+  let announced: Announced[];
+
+  beforeEach(async () => {
+    await vfs.close();
+    vfs = new Vfs(new FilesystemBackend({ rootDir: root, virtualMode: true, maxFileSizeMb: 4096 }), { attrTimeoutMs: 10_000 });
+    announced = [];
+    vfs.onKept((keptPath, _host, fh, ttlMs) => {
+      const entry = { path: keptPath, fh, ttlMs, withdrawn: false };
+      announced.push(entry);
+      return () => void (entry.withdrawn = true);
+    });
+  });
+
+  async function written(name: string, content: string): Promise<void> {
+    const fh = await vfs.create(name, 0o644, undefined, true);
+    await fs.writeFile(`/proc/self/fd/${vfs.hostFd(fh)!}`, content);
+    await vfs.release(fh);
+  }
+
+  it("announces a file written and closed, and its reader's open taken in the transport is the vfs's own", async () => {
+    await written("/a.txt", "alpha");
+    expect(announced).toMatchObject([{ path: "/a.txt", withdrawn: false }]);
+    // For as long as the attributes stand (10 s here), within the 5 s a file is kept.
+    expect(announced[0]!.ttlMs).toBeGreaterThan(4_000);
+    expect(announced[0]!.ttlMs).toBeLessThanOrEqual(5_000);
+    const { fh } = announced[0]!;
+    expect(vfs.adoptKept("/a.txt", fh)).toBe(true);
+    // Withdrawn as it was taken; the handle reads the file and its close keeps (and announces) it again.
+    expect(announced[0]!.withdrawn).toBe(true);
+    expect(await readAll(fh)).toBe("alpha");
+    expect(vfs.hostFd(fh)).toBeDefined();
+    await vfs.release(fh);
+    expect(announced.map((a) => [a.path, a.withdrawn])).toEqual([["/a.txt", true], ["/a.txt", false]]);
+    // Once taken, never twice; a handle it was not announced with, never.
+    expect(vfs.adoptKept("/a.txt", fh)).toBe(false);
+    expect(vfs.adoptKept("/a.txt", announced[1]!.fh + 1)).toBe(false);
+  });
+
+  it("withdraws it the moment the path changes here, before the vfs lets the file go (a truncate by path replaces the file)", async () => {
+    await written("/t.txt", "0123");
+    const [first] = announced;
+    await vfs.truncate("/t.txt", 8);
+    // The truncate uploaded a new file over the name: the kept one is of the old file.
+    expect(first!.withdrawn).toBe(true);
+    expect(vfs.adoptKept("/t.txt", first!.fh)).toBe(false);
+    const fh = await vfs.open("/t.txt", O_RDONLY, true);
+    expect(await readAll(fh)).toBe("0123\0\0\0\0");
+    await vfs.release(fh);
+  });
+
+  it("withdraws it when the vfs opens the path itself, lets it go, or its attributes change", async () => {
+    await written("/w.txt", "w");
+    const w = await vfs.open("/w.txt", O_WRONLY, true);
+    expect(announced[0]!.withdrawn).toBe(true);
+    await vfs.release(w);
+    await written("/u.txt", "u");
+    await vfs.unlink("/u.txt");
+    expect(announced.find((a) => a.path === "/u.txt")!.withdrawn).toBe(true);
+    // A chmod stores new attributes: what was announced no longer stands.
+    await written("/m.txt", "m");
+    await vfs.chmod("/m.txt", 0o600);
+    expect(announced.find((a) => a.path === "/m.txt")!.withdrawn).toBe(true);
   });
 });

@@ -16,7 +16,8 @@ const SLOTS = 1 << 16;
 
 export class AttrMirror {
   readonly handle: MirrorHandle;
-  private readonly shared = new Int32Array(1);
+  /** [0]: the epoch; [1]: kept opens answered in the addon, not yet taken (kept-opens.ts). */
+  readonly shared = new Int32Array(2);
 
   constructor(private readonly addon: NativeAddon) {
     this.handle = addon.createMirror(this.shared, SLOTS);

@@ -61,7 +61,11 @@ const BURST = 32;
  */
 const SPIN_MICROS = Number(process.env.BACKENDFS_SPIN_US ?? 50);
 
-/** `mirror`: GETATTRs it holds are answered by the addon and never reach `onRequest`. */
+/**
+ * `mirror`: GETATTRs it holds (and the OPENs of its kept opens) are answered by the addon and
+ * never reach `onRequest`; `afterRead` runs after every read, before the request read is
+ * handled (the vfs takes the opens the addon answered: kept-opens.ts).
+ */
 export function startPolledReader(
   addon: NativeAddon,
   fd: number,
@@ -69,6 +73,7 @@ export function startPolledReader(
   onRequest: (request: Buffer) => void,
   log: (line: string) => void,
   mirror?: AttrMirror,
+  afterRead?: () => void,
 ): DeviceReader {
   const free: Buffer[] = [];
   const inFlight = new Int32Array(1);
@@ -87,6 +92,7 @@ export function startPolledReader(
     for (let i = 0; i < BURST && !stopped; i++) {
       const buffer = free.pop() ?? Buffer.allocUnsafeSlow(size);
       const n = addon.read(fd, buffer, mirror?.handle);
+      afterRead?.();
       if (n >= 0) {
         onRequest(buffer.subarray(0, n));
         continue;

@@ -42,12 +42,16 @@ export interface NativeAddon {
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
   backingClose(devFd: number, id: number): void;
-  /** `shared`: [0] the epoch (written by the addon). */
+  /** `shared`: [0] the epoch, [1] kept opens answered and not yet taken (both written by the addon; see kept-opens.ts). */
   createMirror(shared: Int32Array, slots: number): MirrorHandle;
   mirrorPublish(mirror: MirrorHandle, nodeid: number, attrOut: Buffer, ttlMs: number, epoch: number): boolean;
   mirrorSettled(mirror: MirrorHandle, opcode: number, nodeid: number, openFlags: number): void;
   mirrorDrop(mirror: MirrorHandle, nodeid: number): void;
   mirrorClear(mirror: MirrorHandle): void;
+  keptPublish(mirror: MirrorHandle, nodeid: number, fh: number, openFlags: number, backingId: number, ttlMs: number): void;
+  keptUnpublish(mirror: MirrorHandle, nodeid: number, fh: number): void;
+  /** The kept opens answered since the last take, as (node id, handle) pairs into `out`: how many pairs. */
+  keptTakeAnswered(mirror: MirrorHandle, out: Float64Array): number;
 }
 
 /** Where setup.sh builds the addon: native/build/Release, from src/fuse/raw or dist/fuse/raw alike. */

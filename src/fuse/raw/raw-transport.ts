@@ -18,6 +18,7 @@ import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
+import { KeptOpens } from "./kept-opens.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative } from "./native.js";
@@ -73,10 +74,13 @@ export class RawTransport implements Transport {
     this.mirror = mirror;
     const debug = options.debug ? (line: string) => process.stderr.write(`fuse: ${line}\n`) : undefined;
     const notify = (message: Buffer[]) => this.notify(message);
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, notify, log });
+    // Opens of files kept for their next reader answered there too; BACKENDFS_KEPT_OPENS=0 turns it off.
+    const keptOpens = addon && mirror && backings && process.env.BACKENDFS_KEPT_OPENS !== "0" ? new KeptOpens(addon, mirror) : undefined;
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, keptOpens, notify, log });
     this.handler = handler;
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
-    const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
+    const afterRead = keptOpens && (() => handler.takeKeptOpens());
+    const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);

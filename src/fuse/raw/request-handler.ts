@@ -4,8 +4,9 @@
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
 import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
-import { hasXattrOps, type KernelOps, type TransportOptions } from "../transport.js";
+import { hasXattrOps, type BackingFile, type KeptFile, type KernelOps, type TransportOptions } from "../transport.js";
 import type { AttrMirror } from "./attr-mirror.js";
+import type { KeptOpens } from "./kept-opens.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
@@ -43,6 +44,8 @@ export interface HandlerExtras {
   backings?: Backings;
   /** The addon's attribute mirror: GETATTR replies published here are answered there. */
   mirror?: AttrMirror;
+  /** The addon's kept opens: the OPEN of a file the vfs keeps for its next reader is answered there. */
+  keptOpens?: KeptOpens;
   /** Sends a notification to the kernel (never from the loop's thread: see RawTransport.notify). */
   notify?: (message: Buffer[]) => void;
   log?: (line: string) => void;
@@ -83,6 +86,7 @@ export class RequestHandler {
   private readonly debug: ((line: string) => void) | undefined;
   private readonly backings: Backings | undefined;
   private readonly mirror: AttrMirror | undefined;
+  private readonly keptOpens: KeptOpens | undefined;
   private readonly notify: ((message: Buffer[]) => void) | undefined;
   private readonly log: ((line: string) => void) | undefined;
 
@@ -92,11 +96,12 @@ export class RequestHandler {
     private readonly pool: BufferPool,
     extras: HandlerExtras = {},
   ) {
-    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, notify: this.notify, log: this.log } = extras);
+    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, notify: this.notify, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
     if (this.mirror || this.notify) ops.onInvalidate?.((paths) => this.changedElsewhere(paths));
+    if (this.keptOpens && ops.adoptKept) ops.onKept?.((kept) => this.kept(kept));
   }
 
   /** The reply's payload, or undefined for requests that get no reply. */
@@ -400,28 +405,65 @@ export class RequestHandler {
       known.handles++;
       return known.id;
     }
-    let id = this.backingIds.get(file.key);
-    if (id === undefined) {
-      try {
-        id = this.backings!.open(file.fd);
-      } catch (err) {
-        this.passthrough = false;
-        this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${file.fd}: ${(err as Error).message})`);
-        return undefined;
-      }
-      const registered = id;
-      this.backingIds.set(file.key, registered);
-      file.whenClosed(() => {
-        this.backingIds.delete(file.key);
-        try {
-          this.backings!.close(registered);
-        } catch (err) {
-          this.log?.(`closing backing ${registered}: ${(err as Error).message}`);
-        }
-      });
-    }
-    this.backed.set(nodeid, { id, handles: 1 });
+    const id = this.backingIdOf(file);
+    if (id !== undefined) this.backed.set(nodeid, { id, handles: 1 });
     return id;
+  }
+
+  /** A disk file's backing id: registered at its first use, closed when the vfs closes the file; undefined when the kernel refuses it. */
+  private backingIdOf(file: BackingFile): number | undefined {
+    const known = this.backingIds.get(file.key);
+    if (known !== undefined) return known;
+    let id: number;
+    try {
+      id = this.backings!.open(file.fd);
+    } catch (err) {
+      this.passthrough = false;
+      this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${file.fd}: ${(err as Error).message})`);
+      return undefined;
+    }
+    this.backingIds.set(file.key, id);
+    file.whenClosed(() => {
+      this.backingIds.delete(file.key);
+      try {
+        this.backings!.close(id);
+      } catch (err) {
+        this.log?.(`closing backing ${id}: ${(err as Error).message}`);
+      }
+    });
+    return id;
+  }
+
+  /**
+   * The vfs keeps a file for its next reader: the addon is to answer that reader's OPEN with
+   * the file's backing (kept-opens.ts), as open() would, until the vfs withdraws it.
+   */
+  private kept(kept: KeptFile): (() => void) | undefined {
+    const keptOpens = this.keptOpens;
+    const nodeid = this.inodes.nodeAt(kept.path);
+    if (!keptOpens || !this.passthrough || nodeid === undefined) return undefined;
+    const id = this.backingIdOf(kept.file);
+    if (id === undefined) return undefined;
+    keptOpens.publish(nodeid, kept.fh, OpenFlag.PASSTHROUGH | OpenFlag.NOFLUSH, id, kept.ttlMs);
+    return () => keptOpens.unpublish(nodeid, kept.fh);
+  }
+
+  /** The opens the addon answered since the last read (called before the request read is handled): counted here and in the vfs as open() counts its own. */
+  takeKeptOpens(): void {
+    this.keptOpens?.takeAnswered((nodeid, fh) => this.adoptKept(nodeid, fh));
+  }
+
+  private adoptKept(nodeid: number, fh: number): void {
+    const path = this.inodes.path(nodeid);
+    const file = path !== undefined && this.ops.adoptKept!(path, fh) ? this.ops.backingFile!(fh) : undefined;
+    const id = file && this.backingIds.get(file.key);
+    if (id === undefined) {
+      // Cannot be while the vfs withdraws what it lets go; the kernel's open reads the file all the same.
+      this.log?.(`an open answered in the addon found no kept file (node ${nodeid}, handle ${fh})`);
+      return;
+    }
+    this.inodes.opened(nodeid);
+    this.backed.set(nodeid, { id, handles: (this.backed.get(nodeid)?.handles ?? 0) + 1 });
   }
 
   /** A handle of a passthrough node released; its backing lives as long as the vfs holds the file (backingIds). */
