@@ -427,19 +427,19 @@ static napi_value backing_close(napi_env env, napi_callback_info info) {
 
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
-      {"read", NULL, device_read, NULL, NULL, NULL, napi_default, NULL},
-      {"watchDevice", NULL, watch_device, NULL, NULL, NULL, napi_default, NULL},
-      {"stopWatch", NULL, stop_watch, NULL, NULL, NULL, napi_default, NULL},
-      {"backingOpen", NULL, backing_open, NULL, NULL, NULL, napi_default, NULL},
-      {"backingClose", NULL, backing_close, NULL, NULL, NULL, napi_default, NULL},
-      {"createMirror", NULL, create_mirror, NULL, NULL, NULL, napi_default, NULL},
-      {"mirrorPublish", NULL, mirror_publish_js, NULL, NULL, NULL, napi_default, NULL},
-      {"mirrorSettled", NULL, mirror_settled_js, NULL, NULL, NULL, napi_default, NULL},
-      {"mirrorDrop", NULL, mirror_drop_js, NULL, NULL, NULL, napi_default, NULL},
-      {"mirrorClear", NULL, mirror_clear_js, NULL, NULL, NULL, napi_default, NULL},
-      {"keptPublish", NULL, kept_publish_js, NULL, NULL, NULL, napi_default, NULL},
-      {"keptUnpublish", NULL, kept_unpublish_js, NULL, NULL, NULL, napi_default, NULL},
-      {"keptTakeAnswered", NULL, kept_take_answered_js, NULL, NULL, NULL, napi_default, NULL},
+      {"read", NULL, device_read, NULL, NULL, NULL, napi_default_method, NULL},
+      {"watchDevice", NULL, watch_device, NULL, NULL, NULL, napi_default_method, NULL},
+      {"stopWatch", NULL, stop_watch, NULL, NULL, NULL, napi_default_method, NULL},
+      {"backingOpen", NULL, backing_open, NULL, NULL, NULL, napi_default_method, NULL},
+      {"backingClose", NULL, backing_close, NULL, NULL, NULL, napi_default_method, NULL},
+      {"createMirror", NULL, create_mirror, NULL, NULL, NULL, napi_default_method, NULL},
+      {"mirrorPublish", NULL, mirror_publish_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"mirrorSettled", NULL, mirror_settled_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"mirrorDrop", NULL, mirror_drop_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"mirrorClear", NULL, mirror_clear_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"keptPublish", NULL, kept_publish_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"keptUnpublish", NULL, kept_unpublish_js, NULL, NULL, NULL, napi_default_method, NULL},
+      {"keptTakeAnswered", NULL, kept_take_answered_js, NULL, NULL, NULL, napi_default_method, NULL},
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;

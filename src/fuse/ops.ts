@@ -83,9 +83,9 @@ type Observer = (name: string, args: unknown[], err: unknown, ms: number) => voi
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
 const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept"]);
 
-/** A disk file the vfs holds, as a transport registers it (keyed by the vfs's object, which outlives its handles). */
+/** A disk file the vfs holds, as a transport registers it (keyed by the vfs: its descriptor's key outlives the handles, and the writer). */
 function backingOf(vfs: Vfs, host: HostFile): BackingFile {
-  return { key: host, fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
+  return { key: vfs.hostKey(host), fd: host.fd, whenClosed: (listener) => vfs.onHostClosed(host, listener) };
 }
 
 type Op = (...args: unknown[]) => Promise<unknown>;

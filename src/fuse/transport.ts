@@ -10,7 +10,7 @@ import type { Caller, VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
  * says when the vfs lets the descriptor go.
  */
 export interface BackingFile {
-  /** The same object for as long as the vfs holds the file (a key for what a transport keeps). */
+  /** The same object for as long as the vfs holds the descriptor (a key for what a transport keeps), a writer's handed to its reader too. */
   readonly key: object;
   /** Its descriptor now. */
   readonly fd: number;

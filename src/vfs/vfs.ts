@@ -196,6 +196,8 @@ export class Vfs {
   private hostFiles = 0;
   private readonly idleHosts: IdleHosts;
   private readonly hostCloseListeners = new WeakMap<HostFile, Array<() => void>>();
+  /** A host file whose descriptor was handed over to it (HostFile.reader): the key of the file it came from (hostKey). */
+  private readonly heirs = new WeakMap<HostFile, object>();
   private keptListener: KeptListener | undefined;
   private localVersion = 0;
   private readonly mountedAt = Date.now();
@@ -360,7 +362,16 @@ export class Vfs {
     return true;
   }
 
-  /** Calls `listener` once `host` is closed (it may outlive its handles: a file kept for its next reader). */
+  /**
+   * What a transport keys its registration of a host file by (a backing id): the same object
+   * for as long as the descriptor lives, also once it is handed from a writer to the reader
+   * kept after it (closeHost), so that the registration carries over.
+   */
+  hostKey(host: HostFile): object {
+    return this.heirs.get(host) ?? host;
+  }
+
+  /** Calls `listener` once `host`'s descriptor is closed (it may outlive its handles, and its writer: a file kept for its next reader). */
   onHostClosed(host: HostFile, listener: () => void): void {
     const listeners = this.hostCloseListeners.get(host);
     if (listeners) listeners.push(listener);
@@ -1451,8 +1462,10 @@ export class Vfs {
     const kept = !host.mayHaveChanged && !file.detached ? this.idleHosts.park(file.path, host) : undefined;
     if (kept !== undefined) return this.announceKept(file.path, kept);
     // Written: a reader's descriptor of what the path holds now is kept instead (a build reads what it just wrote).
+    const fd = host.fd;
     const reader = final ? this.readerOf(host) : undefined;
-    this.closeHostFile(host);
+    // The same descriptor when the writer's was a reader's already (two open descriptors never share a number).
+    this.closeHostFile(host, reader?.fd === fd ? reader : undefined);
     if (!host.mayHaveChanged) return;
     this.contentChanged(file.path);
     if (!final) return;
@@ -1495,11 +1508,21 @@ export class Vfs {
     return reader;
   }
 
-  /** The one place a disk file held for the kernel is closed: the budget and the listeners (a transport's backing) hear of it. */
-  private closeHostFile(host: HostFile): void {
+  /**
+   * The one place a disk file held for the kernel is closed: the budget and the listeners (a
+   * transport's backing) hear of it. `heir`: the file its descriptor was handed to, which
+   * the listeners (and the key they know it by) follow, since the descriptor stays open.
+   */
+  private closeHostFile(host: HostFile, heir?: HostFile): void {
     this.hostFiles--;
     const listeners = this.hostCloseListeners.get(host);
     this.hostCloseListeners.delete(host);
+    if (heir) {
+      this.heirs.set(heir, this.hostKey(host));
+      if (listeners) this.hostCloseListeners.set(heir, listeners);
+      host.close();
+      return;
+    }
     try {
       host.close();
     } finally {

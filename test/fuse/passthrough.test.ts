@@ -216,6 +216,24 @@ os.close(g)`),
     expect(reads.mock.calls.length).toBe(0);
   });
 
+  it("registers a file written through the mount with the kernel once: its reader kept after it has the writer's backing", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const addon = loadNative().addon!;
+    const registered = vi.spyOn(addon, "backingOpen");
+    const unregistered = vi.spyOn(addon, "backingClose");
+    await ok("for i in 1 2 3; do echo $i > f$i; done && cat f1 f2 f3 && cat f1 f2 f3", dir);
+    // One registration per file, at its create; none let go while the files are kept.
+    expect(registered.mock.calls.length).toBe(3);
+    expect(unregistered.mock.calls.length).toBe(0);
+    // The same descriptor, kept read-only since the writer's close.
+    expect(accessModesOn(path.join(root, "f1"))).toEqual([fsConstants.O_RDONLY]);
+    await ok("rm f1 f2 f3", dir);
+    expect(unregistered.mock.calls.length).toBe(3);
+    expect(descriptorsOn(path.join(root, "f1"))).toBe(0);
+    expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
+  });
+
   it("keeps a program just written for its next reader without blocking its run on the disk (a writer's descriptor would: ETXTBSY)", async () => {
     m = await mountDisk();
     const dir = path.join(m.dir, "fs");

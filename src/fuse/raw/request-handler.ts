@@ -78,8 +78,9 @@ export class RequestHandler {
   /**
    * Per disk file the vfs holds (BackingFile.key): its backing id, registered once and closed
    * when the vfs closes the file, so a file kept for its next reader is reopened without an
-   * ioctl either way. Keyed by the object, never by the descriptor's number, which the host
-   * reuses.
+   * ioctl either way (a writer's registration carries over to the reader kept after it: the
+   * same descriptor, the same key). Keyed by the vfs's object, never by the descriptor's
+   * number, which the host reuses.
    */
   private readonly backingIds = new WeakMap<object, number>();
 
