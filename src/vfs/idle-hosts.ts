@@ -23,19 +23,50 @@ interface Idle {
 
 export class IdleHosts {
   private readonly idle: LRUCache<string, Idle>;
+  /** Let go and not yet closed (closeLetGo). */
+  private letGo: HostFile[] = [];
 
   /** `close`: closes a kept file that is let go (the vfs's one way to close a host file). */
-  constructor(max: number, keepMs: number, close: (host: HostFile) => void) {
+  constructor(
+    max: number,
+    keepMs: number,
+    private readonly close: (host: HostFile) => void,
+  ) {
     this.idle = new LRUCache<string, Idle>({
       max: Math.max(1, max),
       ttl: keepMs,
       ttlAutopurge: true,
-      // Withdrawn before it closes: the transport never answers an open with a file let go.
-      dispose: (idle) => {
+      // Withdrawn at once, before it closes: the transport never answers an open with a file let go.
+      dispose: (idle, _path, reason) => {
         idle.announced?.letGo();
-        if (!idle.taken) close(idle.host);
+        if (idle.taken) return;
+        // Made room for another: closed now, within the budget it makes room in.
+        if (reason === "evict") close(idle.host);
+        else this.closeSoon(idle.host);
       },
     });
+  }
+
+  /**
+   * Closed right after the request that let it go is answered (the loop's next check phase),
+   * not before: the close of an unlinked file's last descriptor is where the disk frees it
+   * (ext4's truncate and inode release, with the kernel's backing registration let go), work
+   * the unlink's caller need not wait for. Nothing can reach the file meanwhile.
+   */
+  private closeSoon(host: HostFile): void {
+    if (this.letGo.push(host) === 1) setImmediate(() => this.closeLetGo());
+  }
+
+  private closeLetGo(): void {
+    const hosts = this.letGo;
+    this.letGo = [];
+    for (const host of hosts) {
+      try {
+        this.close(host);
+      } catch {
+        // A reader's descriptor: its close has nothing to report, and nobody to report it to.
+      }
+    }
   }
 
   /**
@@ -102,7 +133,9 @@ export class IdleHosts {
     this.idle.delete(path);
   }
 
+  /** Lets every kept file go, closed before this returns (an unmount's). */
   clear(): void {
     this.idle.clear();
+    this.closeLetGo();
   }
 }

@@ -71,33 +71,57 @@ describe("files only read, handed to the kernel", () => {
     const third = await vfs.open("/f0.txt", O_RDONLY, true);
     expect(await readAll(third)).toBe("replaced");
     await vfs.release(third);
+    // The one let go is closed in the loop's next turn.
+    await new Promise((resolve) => setImmediate(resolve));
     expect(descriptorsOn(path.join(root, "f0.txt"))).toBe(1);
   });
 
+  const read = async (p: string) => {
+    const fh = await vfs.open(p, O_RDONLY, true);
+    const text = await readAll(fh);
+    await vfs.release(fh);
+    return text;
+  };
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
   it("lets a kept file go when the mount writes, renames or unlinks it, and at close", async () => {
-    const read = async (p: string) => {
-      const fh = await vfs.open(p, O_RDONLY, true);
-      const text = await readAll(fh);
-      await vfs.release(fh);
-      return text;
-    };
     expect(await read("/f1.txt")).toBe("file 1");
     // A writer (buffered here: the route's default size limit) saves a new file over it.
     const w = await vfs.open("/f1.txt", 0o1001 /* O_WRONLY|O_TRUNC */, true);
     expect(vfs.hostFd(w)).toBeUndefined();
     await vfs.write(w, Buffer.from("rewritten"), 9, 0);
     await vfs.release(w);
+    await nextTurn();
     expect(descriptorsOn(path.join(root, "f1.txt"))).toBe(0);
     expect(await read("/f1.txt")).toBe("rewritten");
     await vfs.rename("/f1.txt", "/moved.txt");
-    expect(descriptorsOn(path.join(root, "f1.txt"))).toBe(0);
+    await nextTurn();
+    expect(descriptorsOn(path.join(root, "f1.txt")) + descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
     expect(await read("/moved.txt")).toBe("rewritten");
     await vfs.unlink("/moved.txt");
-    expect(descriptorsOn(path.join(root, "moved.txt"))).toBe(0);
+    await nextTurn();
+    expect(descriptorsOn(`${path.join(root, "moved.txt")} (deleted)`)).toBe(0);
     expect(await read("/f2.txt")).toBe("file 2");
     expect(descriptorsOn(path.join(root, "f2.txt"))).toBe(1);
     await vfs.close();
     expect(descriptorsOn(path.join(root, "f2.txt"))).toBe(0);
+    vfs = new Vfs(new FilesystemBackend({ rootDir: root, virtualMode: true }), { hostFilesMax: 2 });
+  });
+
+  it("closes a kept file an unlink lets go once the unlink has returned: the disk's freeing of it is not the unlink's to wait for", async () => {
+    const deleted = (name: string) => `${path.join(root, name)} (deleted)`;
+    expect(await read("/f1.txt")).toBe("file 1");
+    await vfs.unlink("/f1.txt");
+    // Unreachable already (the name is gone from the mount and the disk), closed in the loop's next turn.
+    expect(descriptorsOn(deleted("f1.txt"))).toBe(1);
+    await expect(vfs.open("/f1.txt", O_RDONLY, true)).rejects.toMatchObject({ code: "ENOENT" });
+    await nextTurn();
+    expect(descriptorsOn(deleted("f1.txt"))).toBe(0);
+    // An unmount closes what was let go before it returns.
+    expect(await read("/f2.txt")).toBe("file 2");
+    await vfs.unlink("/f2.txt");
+    await vfs.close();
+    expect(descriptorsOn(deleted("f2.txt"))).toBe(0);
     vfs = new Vfs(new FilesystemBackend({ rootDir: root, virtualMode: true }), { hostFilesMax: 2 });
   });
 });
