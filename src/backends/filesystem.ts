@@ -310,7 +310,7 @@ export class FilesystemBackend
       const target = await this.paths.resolve(filePath, { followLeaf: false });
       const stat = fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false });
       if (!stat) return failure("file_not_found", `Error: '${filePath}' not found`);
-      if (stat.isDirectory()) await fs.rm(target.hostPath, { recursive: true });
+      if (stat.isDirectory()) await removeDirectory(target.hostPath);
       else fsConstants.unlinkSync(target.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
@@ -567,7 +567,8 @@ export class FilesystemBackend
   async mkdir(dirPath: string): Promise<{ error?: string }> {
     try {
       const target = await this.paths.resolve(dirPath, { followLeaf: true });
-      await fs.mkdir(target.hostPath, { recursive: true });
+      // Inline, as every metadata call here: a trip through libuv's pool costs more than the mkdir.
+      fsConstants.mkdirSync(target.hostPath, { recursive: true });
       this.unsynced.add(target.hostPath);
       return {};
     } catch (error) {
@@ -732,6 +733,17 @@ function nodeKind(stat: fsConstants.Stats): NodeKind {
   if (stat.isFIFO()) return "fifo";
   if (stat.isSocket()) return "socket";
   return stat.isCharacterDevice() ? "char-device" : "block-device";
+}
+
+/** An empty directory with one rmdir(2) inline (rm -r's one by one); a tree through libuv's pool, off the loop. */
+async function removeDirectory(hostPath: string): Promise<void> {
+  try {
+    fsConstants.rmdirSync(hostPath);
+    return;
+  } catch (error) {
+    if (errorCode(error) !== "ENOTEMPTY" && errorCode(error) !== "EEXIST") throw error;
+  }
+  await fs.rm(hostPath, { recursive: true });
 }
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */
