@@ -594,9 +594,8 @@ export class Vfs {
     if (!attr.isDir) throw new FsError("ENOTDIR", path);
     const listing = await this.listing(path, true);
     if (this.merged(path, listing).size > 0) throw new FsError("ENOTEMPTY", path);
-    // A directory the backend lists is real (a disk) and removed there; else it was implicit.
-    const real = (await this.listing(parentOf(path), true)).get(basenameOf(path)) === true;
-    if (real) await this.deleteInBackend(path);
+    // A directory the backend holds is real (a disk's, a node table's) and removed there; else it was implicit.
+    if (await this.heldByBackend(path)) await this.deleteInBackend(path);
     else if (!this.implicitDirs.has(path)) throw new FsError(this.mountPoints.has(path) ? "EBUSY" : "ENOENT", path);
     this.implicitDirs.delete(path);
     this.forget(path);
@@ -604,6 +603,18 @@ export class Vfs {
     this.keepParent(path);
     this.entriesChangedAt.delete(path);
     this.subdirsChanged(parentOf(path));
+  }
+
+  /** Whether the backend itself holds the directory `path`, not only the mount (implicitDirs). */
+  private async heldByBackend(path: string): Promise<boolean> {
+    // Where entries are lstat'ed (a disk), the entry says so itself: a fresh listing of the
+    // parent stat'ed every sibling, which made `rm -r` of a large directory quadratic.
+    if (hasPosixNodes(this.backend)) {
+      const result = await this.statInBackend(path);
+      if (result.error) throw backendError(result, "stat", path);
+      return result.stat?.is_dir === true;
+    }
+    return (await this.listing(parentOf(path), true)).get(basenameOf(path)) === true;
   }
 
   async rename(from: string, to: string): Promise<void> {

@@ -73,6 +73,20 @@ describe("a directory made through the mount", () => {
     expect((await vfs.readdir("/fs/made")).map((e) => e.name)).toEqual(["f3.txt"]);
   });
 
+  it("removes an empty directory without listing its parent again, so `rm -r` of a large directory stays linear", async () => {
+    for (let i = 0; i < 30; i++) await vfs.mkdir(`/fs/d/sub${i}`, 0o755);
+    await vfs.readdir("/fs/d");
+    backend.listed = [];
+    for (let i = 0; i < 30; i++) await vfs.rmdir(`/fs/d/sub${i}`);
+    // Each rmdir lists the directory it removes (is it empty?), never the parent with its 80 entries.
+    expect(backend.listed).toEqual(Array.from({ length: 30 }, (_, i) => `/d/sub${i}`));
+    expect((await fs.readdir(path.join(root, "d"))).filter((name) => name.startsWith("sub"))).toEqual(["sub"]);
+    expect((await vfs.readdir("/fs/d")).filter((e) => e.name.startsWith("sub")).map((e) => e.name)).toEqual(["sub"]);
+    // A directory that is not empty, or not a directory, is refused as before.
+    await expect(vfs.rmdir("/fs/d")).rejects.toMatchObject({ code: "ENOTEMPTY" });
+    await expect(vfs.rmdir("/fs/d/f1.txt")).rejects.toMatchObject({ code: "ENOTDIR" });
+  });
+
   it("still sees a name made beside the mount once its listing has expired", async () => {
     const quick = new Vfs(new CompositeBackend(createStandaloneState(), { "/fs/": new CountingFilesystem({ rootDir: root, virtualMode: true }) }), { attrTimeoutMs: 50 });
     try {

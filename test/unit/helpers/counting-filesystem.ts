@@ -13,6 +13,14 @@ export class CountingFilesystem extends FilesystemBackend {
   /** `readRange` calls. */
   ranges = 0;
 
+  /** Directories listed with their stats (`lsStat`), in order. */
+  listed: string[] = [];
+
+  override async lsStat(dirPath: string) {
+    this.listed.push(dirPath);
+    return super.lsStat(dirPath);
+  }
+
   override async stat(filePath: string) {
     this.stats++;
     return super.stat(filePath);
