@@ -540,15 +540,19 @@ export class Vfs {
   }
 
   /**
-   * A file with other names lost or gained one: what is remembered of those names (their
-   * cached attributes, an open file's) says the old link count, so it is asked again.
+   * A file with other names lost or gained one: what is remembered of those names (an open
+   * file's attributes, and `cached`: names whose attributes may be cached) says the old link
+   * count, so it is asked again. No attributes of a file with several names are cached
+   * (remember), so only a name cached while it had one can hold them: the one a link is
+   * made from. (One made beside the mount leaves the old name's until the TTL, as any change
+   * made there. Looking through every cached name instead made each link and unlink of
+   * such a file cost a pass over up to 200,000 entries: git's link + unlink of every object
+   * it writes.)
    */
-  private async linkCountChanged(posix: PosixAttributes | undefined): Promise<void> {
+  private async linkCountChanged(posix: PosixAttributes | undefined, ...cached: string[]): Promise<void> {
     if (!posix || posix.ino === 0 || posix.nlink < 2) return;
     const same = (other: PosixAttributes | undefined) => other?.ino === posix.ino && other.dev === posix.dev;
-    const names: string[] = [];
-    this.attrs.forEach((cached, path) => void (same(cached.posix) && names.push(path)));
-    for (const path of names) this.attrs.delete(path);
+    for (const path of cached) if (same(this.attrs.peek(path)?.posix)) this.attrs.delete(path);
     for (const open of this.files.values()) {
       if (!same(open.posix) || open.detached) continue;
       open.posix = (await this.statInBackend(open.path).catch(() => undefined))?.stat?.posix ?? open.posix;
@@ -761,7 +765,7 @@ export class Vfs {
     // Its link count and ctime changed, under every name it has.
     this.forget(existing);
     this.addToListing(existing, false);
-    await this.linkCountChanged(linked && { ...linked, nlink: Math.max(2, linked.nlink) });
+    await this.linkCountChanged(linked && { ...linked, nlink: Math.max(2, linked.nlink) }, existing);
   }
 
   /** A regular file is made as an empty file; fifos, sockets and devices where the backend keeps them. */
@@ -1682,7 +1686,7 @@ export class Vfs {
         if (file.base) this.served.set(path, { version, base: file.base });
       }
       this.pages.set(path, version, bytes);
-      this.attrs.set(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version, mode: file.mode, posix: file.posix });
+      this.remember(path, { isDir: false, size: bytes.byteLength, mtimeMs: file.mtimeMs, version, mode: file.mode, posix: file.posix });
       this.addToListing(path, false);
     })().finally(() => {
       file.uploading = null;
