@@ -3,7 +3,8 @@
  * The mount against the local disk, side by side in one run: sequential write and read of
  * 256 MiB (fio; cold and warm), 2,000 small files (create+write+close, stat,
  * open+read+close, unlink; scripts/bench/mount-small-files.py), `cp -r` of a 2,000-file
- * source tree in, `grep -r` over it (cold and warm) and `ls -lR`. Two mount targets: a
+ * source tree in, `grep -r` over it (cold and warm), `ls -lR`, `tar x` of the tree and
+ * `git add -A` of it. Two mount targets: a
  * FilesystemBackend route (/fs/) and the embedded default's state route (ThreadStateBackend
  * on SQLite), served by ONE `backendfs mount` daemon (dist/cli/main.js) with this config.
  *
@@ -349,6 +350,14 @@ async function benchTarget(target, files, treeSrc) {
   await attempt(`grep -r cold${n}`, target, grep);
   const warm = await attempt(`grep -r warm${n}`, target, grep);
   const ls = await attempt(`ls -lR (warm)${n}`, target, () => sh(`ls -lR '${tree}' | wc -l`));
+  // Tools that touch every file's metadata: tar x (a create, then chown, chmod and utimens
+  // of each file) and git add (an object per file, written as a temporary, linked, unlinked).
+  const untar = path.join(base, `untar${files}`);
+  await sh(`rm -rf '${untar}'`);
+  await settle(base);
+  await attempt(`tar x tree${n}`, target, () => sh(`mkdir -p '${untar}' && tar cf - -C '${treeSrc}' . | tar xf - -C '${untar}'`));
+  await settle(base);
+  await attempt(`git add -A tree${n}`, target, () => sh(`git -C '${tree}' init -q && git -C '${tree}' add -A`));
   return { grep: warm?.stdout.trim(), ls: ls?.stdout.trim() };
 }
 
