@@ -72,6 +72,7 @@ import {
   type WriteResult,
 } from "../protocol/index.js";
 import { INLINE_WRITE_MAX_BYTES, TEMP_FILE_PREFIX, writeFileAtomic } from "./atomic-write.js";
+import { applyMetadata } from "./disk-metadata.js";
 import { DiskHostFile, type HostFileContext } from "./host-file.js";
 import { BackendPathError, describeFsError, errorCode, fsErrorCode, fsFailure, isMissing, toFileOperationError } from "./fs-errors.js";
 import { PathResolver, type ResolvedPath } from "./filesystem-paths.js";
@@ -486,11 +487,7 @@ export class FilesystemBackend
     try {
       const { hostPath } = await this.paths.resolve(filePath, { followLeaf: false });
       const stat = fsConstants.lstatSync(hostPath);
-      if (metadata.uid !== undefined || metadata.gid !== undefined) fsConstants.lchownSync(hostPath, metadata.uid ?? -1, metadata.gid ?? -1);
-      if (metadata.mode !== undefined && !stat.isSymbolicLink()) fsConstants.chmodSync(hostPath, metadata.mode & 0o7777);
-      if (metadata.atimeMs !== undefined && metadata.mtimeMs !== undefined) {
-        fsConstants.lutimesSync(hostPath, unixSeconds(metadata.atimeMs), unixSeconds(metadata.mtimeMs));
-      }
+      applyMetadata({ path: hostPath, isSymlink: stat.isSymbolicLink() }, metadata);
       return {};
     } catch (error) {
       if (isMissing(error)) return failure("file_not_found", `Error: '${filePath}' not found`);
@@ -715,15 +712,6 @@ function hostFileStat(shown: string, stat: fsConstants.Stats): FileStat {
       ctimeMs: stat.ctimeMs,
     },
   };
-}
-
-/**
- * Milliseconds as the seconds utimes takes. libuv truncates the double to nanoseconds, and a
- * double holds today's seconds to about 240 ns: half a microsecond more keeps the stored
- * time from falling just below the one given (…122.9999 ms for 123).
- */
-function unixSeconds(ms: number): number {
-  return (ms + 0.0005) / 1000;
 }
 
 function nodeKind(stat: fsConstants.Stats): NodeKind {

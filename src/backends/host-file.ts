@@ -20,8 +20,9 @@
  */
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
-import type { FileStat, HostFile, HostFileOpenOptions } from "../protocol/index.js";
+import type { FileMetadata, FileStat, HostFile, HostFileOpenOptions } from "../protocol/index.js";
 import { keepOwnerAndMode, openTempFile } from "./atomic-write.js";
+import { applyMetadata } from "./disk-metadata.js";
 import { describeFsError, errorCode, fsFailure } from "./fs-errors.js";
 
 export interface HostFileContext {
@@ -100,6 +101,15 @@ export class DiskHostFile implements HostFile {
     this.ensureWritable();
     this.wrote = true;
     fs.ftruncateSync(this.fd, size);
+  }
+
+  setMetadata(metadata: FileMetadata): { error?: string } {
+    try {
+      applyMetadata({ fd: this.fd }, metadata);
+      return {};
+    } catch (error) {
+      return fsFailure(error, `Error changing '${this.target}': ${describeFsError(error)}`);
+    }
   }
 
   save(): { error?: string } {

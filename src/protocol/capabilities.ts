@@ -314,6 +314,12 @@ export interface HostFile {
   write(source: Uint8Array, position: number): number;
   truncate(size: number): void;
   /**
+   * FileMetadata set on the file through its descriptor (fchown, fchmod, futimes): what a
+   * chmod, chown or utime of the path does to the file open there, without walking it.
+   * While `unsaved`, the temporary file: what the path names from the save on.
+   */
+  setMetadata(metadata: FileMetadata): { error?: string };
+  /**
    * Makes what was written the file at the path: a file begun empty over an old one (O_TRUNC)
    * is a temporary file until then, renamed over the path here (the atomic save), keeping the
    * old file's owner and mode. A new file, or one opened in place, is there already. Idempotent.

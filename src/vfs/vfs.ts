@@ -37,6 +37,7 @@ import {
   type BackendProtocolV2,
   type FileInfo,
   type FileMetadata,
+  type SetMetadataResult,
   type FileStat,
   type HostFile,
   type HostFileOpenOptions,
@@ -1000,7 +1001,8 @@ export class Vfs {
    */
   private async storedMtime(path: string, file: OpenFile): Promise<number> {
     const localMs = file.mtimeMs;
-    const result = await this.statInBackend(path).catch(() => undefined);
+    const host = this.openHostAt(path);
+    const result = host ? { stat: host.stat() } : await this.statInBackend(path).catch(() => undefined);
     const stat = result?.stat;
     if (!stat || result.error || stat.is_dir) return localMs;
     // The permission bits the backend keeps (a disk file rewritten keeps its own).
@@ -1048,11 +1050,22 @@ export class Vfs {
     }
   }
 
+  /** The disk file open at `path` (the one being written, an atomic save's temporary file too), unless it was unlinked. */
+  private openHostAt(path: string): HostFile | undefined {
+    const file = this.files.get(path);
+    return file?.host && !file.detached ? file.host : undefined;
+  }
+
   /** Stores mode and times where the backend keeps them; false where it cannot (the overlay alone has them). */
   private async storeMetadata(path: string, metadata: FileMetadata): Promise<boolean> {
     const backend = this.backend;
     if (!canSetMetadata(backend)) return false;
-    const result = await this.call("setMetadata", () => backend.setMetadata(path, metadata));
+    // A disk file held open (tar's fchown, fchmod and futimens before its close) is changed
+    // through its descriptor, with no walk of the path. An atomic save's temporary file too:
+    // it is the file being written, which the path names from the save on (by path, the
+    // change went to the old file and was lost at the save).
+    const host = this.openHostAt(path);
+    const result: SetMetadataResult = host ? host.setMetadata(metadata) : await this.call("setMetadata", () => backend.setMetadata(path, metadata));
     if (result.unsupported) return false;
     if (result.error) throw backendError(result, "setMetadata", path);
     // Times changed the backend's version of the file (a disk's mtime), any change its ctime: ask again.

@@ -25,10 +25,13 @@ let reads: { mock: { calls: unknown[] } };
 let writes: { mock: { calls: unknown[] } };
 /** The disk route's opens of host files: a kept file taken again costs none. */
 let hostOpens: { mock: { calls: unknown[] } };
+/** The disk route's metadata changes by path. */
+let metadataByPath: { mock: { calls: unknown[] } };
 
 async function mountDisk(maxFileSizeMb = 4096, hostFilesMax?: number, attrTimeoutMs?: number): Promise<TestMount> {
   const disk = new FilesystemBackend({ rootDir: root, virtualMode: true, maxFileSizeMb });
   hostOpens = vi.spyOn(disk, "openHostFile");
+  metadataByPath = vi.spyOn(disk, "setMetadata");
   const vfs = { ...(hostFilesMax && { hostFilesMax }), ...(attrTimeoutMs && { attrTimeoutMs }) };
   const mounted = await mountForTest(new CompositeBackend(createStandaloneState(), { "/fs/": disk }), { transport: "raw", allowOther: true, vfs });
   // The kernel ops call the vfs's methods by name: what reaches the daemon is counted.
@@ -232,6 +235,33 @@ os.close(g)`),
     expect(unregistered.mock.calls.length).toBe(3);
     expect(descriptorsOn(path.join(root, "f1"))).toBe(0);
     expect(reads.mock.calls.length + writes.mock.calls.length).toBe(0);
+  });
+
+  it("sets an open file's owner, mode and times through its descriptor, as tar x does before its close: no change by path", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const before = metadataByPath.mock.calls.length;
+    await ok(py(`import os
+fd = os.open("t.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+os.write(fd, b"tar")
+os.utime(fd, ns=(1_500_000_000 * 10**9, 1_600_000_000 * 10**9))
+os.fchown(fd, 1234, 5678)
+os.fchmod(fd, 0o640)
+st = os.fstat(fd)
+assert (st.st_uid, st.st_gid, st.st_mode & 0o7777, st.st_mtime_ns) == (1234, 5678, 0o640, 1_600_000_000 * 10**9), st
+os.close(fd)`), dir);
+    expect(metadataByPath.mock.calls.length).toBe(before);
+    const onDisk = await fs.lstat(path.join(root, "t.txt"));
+    expect([onDisk.uid, onDisk.gid, onDisk.mode & 0o7777, onDisk.mtimeMs, onDisk.size]).toEqual([1234, 5678, 0o640, 1_600_000_000_000, 3]);
+    // A file begun empty over an old one is the save's temporary file until its close: the path's change is stored at the save.
+    await ok(py(`import os
+fd = os.open("t.txt", os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"again")
+os.fchmod(fd, 0o604)
+os.close(fd)`), dir);
+    const saved = await fs.lstat(path.join(root, "t.txt"));
+    expect([saved.uid, saved.gid, saved.mode & 0o7777, saved.size]).toEqual([1234, 5678, 0o604, 5]);
+    expect(await ok("stat -c '%u %g %a %s' t.txt", dir)).toBe("1234 5678 604 5\n");
   });
 
   it("keeps a program just written for its next reader without blocking its run on the disk (a writer's descriptor would: ETXTBSY)", async () => {
