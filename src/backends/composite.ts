@@ -643,7 +643,8 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     if (this.table.isImplicitDirectory(path)) return { unsupported: true };
     const { backend, innerPath } = this.table.resolve(path);
     if (!canSetMetadata(backend)) return { unsupported: true };
-    return await backend.setMetadata(innerPath, metadata);
+    const result = await backend.setMetadata(innerPath, metadata);
+    return result.stat ? { ...result, stat: { ...result.stat, path: routingForm(path) } } : result;
   }
 
   /** Whether the serving backend keeps files at this path (a Hub route does not keep editor scratch files). */

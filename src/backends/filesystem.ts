@@ -485,10 +485,10 @@ export class FilesystemBackend
    */
   async setMetadata(filePath: string, metadata: FileMetadata): Promise<SetMetadataResult> {
     try {
-      const { hostPath } = await this.paths.resolve(filePath, { followLeaf: false });
+      const { hostPath, shownPath } = await this.paths.resolve(filePath, { followLeaf: false });
       const stat = fsConstants.lstatSync(hostPath);
       applyMetadata({ path: hostPath, isSymlink: stat.isSymbolicLink() }, metadata);
-      return {};
+      return { stat: hostFileStat(shownPath, fsConstants.lstatSync(hostPath)) };
     } catch (error) {
       if (isMissing(error)) return failure("file_not_found", `Error: '${filePath}' not found`);
       return fsFailure(error, `Error changing '${filePath}': ${describeFsError(error)}`);

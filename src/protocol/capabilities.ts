@@ -192,6 +192,8 @@ export interface SetMetadataResult {
   error?: string;
   /** This path cannot keep metadata (a composite route without the capability). */
   unsupported?: true;
+  /** The entry as it is now (lstat), where the backend has it at hand: no stat needed after. */
+  stat?: FileStat;
 }
 
 /**

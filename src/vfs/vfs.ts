@@ -1068,8 +1068,10 @@ export class Vfs {
     const result: SetMetadataResult = host ? host.setMetadata(metadata) : await this.call("setMetadata", () => backend.setMetadata(path, metadata));
     if (result.unsupported) return false;
     if (result.error) throw backendError(result, "setMetadata", path);
-    // Times changed the backend's version of the file (a disk's mtime), any change its ctime: ask again.
-    this.attrs.delete(path);
+    // Times changed the backend's version of the file (a disk's mtime), any change its ctime:
+    // what the backend says now, else ask again (chmod -R and touch reply with these).
+    if (result.stat) this.remember(path, this.attrOf(path, result.stat));
+    else this.attrs.delete(path);
     return true;
   }
 

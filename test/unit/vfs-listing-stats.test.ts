@@ -99,3 +99,17 @@ describe("a directory made through the mount", () => {
     }
   });
 });
+
+describe("metadata changes on a disk route", () => {
+  it("answers the stat after a chmod or utimens from what the backend read back with it (chmod -R, touch): no stat of its own", async () => {
+    await vfs.getattr("/fs/d/f3.txt");
+    const before = backend.stats;
+    await vfs.chmod("/fs/d/f3.txt", 0o640);
+    await vfs.utimens("/fs/d/f3.txt", 1_500_000_000_000, 1_600_000_000_000);
+    const stat = await vfs.getattr("/fs/d/f3.txt");
+    expect(backend.stats - before).toBe(0);
+    expect([stat.mode & 0o7777, stat.mtime, stat.size]).toEqual([0o640, 1_600_000_000_000, 3]);
+    const onDisk = await fs.lstat(path.join(root, "d/f3.txt"));
+    expect([onDisk.mode & 0o7777, onDisk.mtimeMs]).toEqual([0o640, 1_600_000_000_000]);
+  });
+});
