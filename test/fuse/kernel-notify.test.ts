@@ -1,10 +1,11 @@
 /**
  * A change made elsewhere reaches the kernel at once (raw transport): when the vfs's change
  * feed reports a path, the kernel is told to forget that node's attributes and pages
- * (FUSE_NOTIFY_INVAL_INODE), so a mount whose kernel timeouts are long still shows the change
+ * (FUSE_NOTIFY_INVAL_INODE), or its entry for a name it holds no node for (a negative one:
+ * FUSE_NOTIFY_INVAL_ENTRY), so a mount whose kernel timeouts are long still shows the change
  * within the feed's interval, not the timeout's.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -52,5 +53,27 @@ describe.runIf(isRoot)("kernel notifications", () => {
     // stat alone: nothing but the notification makes the kernel ask again.
     expect(await eventually(async () => (await ok(`stat -c %s f.txt`, dir)) === "12\n", 5000)).toBe(true);
     expect(await ok(`cat f.txt`, dir)).toBe("hello, world");
+  });
+
+  it("a missing name is the kernel's to answer for the TTL, and one made in the store shows within the feed's interval all the same", async () => {
+    const store = new StoreBackend({ store: new SqliteStore(path.join(tmp, "store.db")), namespace: ["negative"] });
+    m = await mountForTest(new CompositeBackend(createStandaloneState(), { "/store/": store }), {
+      transport: "raw",
+      attrTimeoutSec: 60,
+      vfs: { attrTimeoutMs: 300 },
+    });
+    const dir = path.join(m.dir, "store");
+    await ok(`mkdir -p sub`, dir);
+    const asked = vi.spyOn(m.vfs, "getattr");
+    const lookups = () => asked.mock.calls.filter(([p]) => p === "/store/sub/late.txt").length;
+    expect(await ok(`python3 -c "import os; print(sum(os.path.exists('sub/late.txt') for _ in range(20)))"`, dir)).toBe("0\n");
+    // One LOOKUP: the kernel answered the other 19 from its negative entry.
+    expect(lookups()).toBe(1);
+    // A name made through the mount replaces the kernel's negative entry.
+    expect(await ok(`test -e sub/made.txt || echo missing; echo made > sub/made.txt; cat sub/made.txt`, dir)).toBe("missing\nmade\n");
+    // Made in the store, beside the mount: the change feed drops the negative entry (FUSE_NOTIFY_INVAL_ENTRY), not the 60 s TTL.
+    const [written] = await store.uploadFiles([["/sub/late.txt", new TextEncoder().encode("late")]]);
+    expect(written?.error).toBeFalsy();
+    expect(await eventually(async () => (await ok(`cat sub/late.txt 2>/dev/null || true`, dir)) === "late", 5000)).toBe(true);
   });
 });

@@ -88,7 +88,7 @@ export function encodeOutHeader(unique: bigint, error: number, payloadLength: nu
 }
 
 /** Messages the daemon sends unasked: an out header with unique 0 and the code as its error. */
-export const NotifyCode = { INVAL_INODE: 2 } as const;
+export const NotifyCode = { INVAL_INODE: 2, INVAL_ENTRY: 3 } as const;
 
 /**
  * FUSE_NOTIFY_INVAL_INODE: the kernel forgets a node's attributes and, from `offset` on
@@ -100,6 +100,20 @@ export function encodeNotifyInvalInode(nodeid: number, offset = 0, length = 0): 
   body.writeBigInt64LE(BigInt(offset), 8);
   body.writeBigInt64LE(BigInt(length), 16);
   return [encodeOutHeader(0n, NotifyCode.INVAL_INODE, body.length), body];
+}
+
+/**
+ * FUSE_NOTIFY_INVAL_ENTRY: the kernel forgets its entry for `name` in directory `parent`,
+ * a negative one (a name it was told is missing) too.
+ */
+export function encodeNotifyInvalEntry(parent: number, name: string): Buffer[] {
+  const nameBytes = Buffer.from(name, "utf8");
+  const body = Buffer.alloc(16 + nameBytes.length + 1);
+  body.writeBigUInt64LE(BigInt(parent), 0);
+  body.writeUInt32LE(nameBytes.length, 8);
+  body.writeUInt32LE(0, 12); // flags
+  nameBytes.copy(body, 16);
+  return [encodeOutHeader(0n, NotifyCode.INVAL_ENTRY, body.length), body];
 }
 
 /** The NUL-terminated names after a request's fixed part. */
@@ -207,6 +221,15 @@ export function writeEntryOut(out: Buffer, at: number, nodeid: number, s: VfsSta
 export function encodeEntryOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
   const out = Buffer.alloc(ENTRY_OUT_SIZE);
   writeEntryOut(out, 0, nodeid, s, ttlSec);
+  return out;
+}
+
+/** A LOOKUP's answer that the name is missing, which the kernel may repeat itself for `ttlSec` (node id 0: a negative entry). */
+export function encodeNegativeEntryOut(ttlSec: number): Buffer {
+  const out = Buffer.alloc(ENTRY_OUT_SIZE);
+  const [sec, nsec] = splitSec(ttlSec);
+  out.writeBigUInt64LE(sec, 16);
+  out.writeUInt32LE(nsec, 32);
   return out;
 }
 

@@ -4,13 +4,14 @@
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
 import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
+import { basenameOf, parentOf } from "../../protocol/index.js";
 import { hasXattrOps, type BackingFile, type KeptFile, type KernelOps, type TransportOptions } from "../transport.js";
 import type { AttrMirror } from "./attr-mirror.js";
 import type { KeptOpens } from "./kept-opens.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
-  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNotifyInvalInode, encodeOpenOut,
+  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNegativeEntryOut, encodeNotifyInvalEntry, encodeNotifyInvalInode, encodeOpenOut,
   encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
   RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
@@ -186,7 +187,12 @@ export class RequestHandler {
     const notify = this.notify && paths.length <= NOTIFY_AT_MOST ? this.notify : undefined;
     for (const path of paths) {
       const nodeid = this.inodes.nodeAt(path);
-      if (nodeid === undefined) continue;
+      if (nodeid === undefined) {
+        // The kernel may hold a negative entry for it (lookup): a name made elsewhere shows now.
+        const parent = path === "/" ? undefined : this.inodes.nodeAt(parentOf(path));
+        if (parent !== undefined) notify?.(encodeNotifyInvalEntry(parent, basenameOf(path)));
+        continue;
+      }
       this.mirror?.drop(nodeid);
       notify?.(encodeNotifyInvalInode(nodeid));
     }
@@ -200,7 +206,7 @@ export class RequestHandler {
     const fh = () => Number(body.readBigUInt64LE(0));
     switch (h.opcode) {
       case Op.LOOKUP:
-        return this.entry(child(decodeNames(body, 1)[0]!));
+        return this.lookup(child(decodeNames(body, 1)[0]!));
       case Op.GETATTR: {
         // The reply is kept for the node's next GETATTR, unless anything changed meanwhile
         // (the epoch of its arrival) or the kernel reads and writes the file itself.
@@ -315,6 +321,22 @@ export class RequestHandler {
   }
 
   /** A name the kernel will cache: its attributes and one more lookup on its node. */
+  /**
+   * A missing name is answered as a negative entry the kernel keeps for the attribute TTL,
+   * as its positive ones: a build's or git's second look at a name that is not there (an
+   * include path, an object about to be written) costs no request. Names made through the
+   * mount replace it in the kernel; a change made elsewhere that the vfs hears of drops it
+   * (changedElsewhere); one it does not hear of shows within the TTL, as any.
+   */
+  private async lookup(path: string): Promise<Buffer[]> {
+    try {
+      return await this.entry(path);
+    } catch (err) {
+      if (!(err instanceof FsError) || err.code !== "ENOENT" || this.ttl === 0) throw err;
+      return [encodeNegativeEntryOut(this.ttl)];
+    }
+  }
+
   private async entry(path: string, linkOf?: number): Promise<Buffer[]> {
     const stat = await this.ops.getattr(path);
     const nodeid = linkOf === undefined ? this.inodes.lookup(path) : this.inodes.alias(linkOf, path);
