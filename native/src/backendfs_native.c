@@ -425,21 +425,24 @@ static napi_value backing_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* Writable and configurable (napi_default_method), as a JavaScript object's methods are: tests can observe the calls. */
+#define METHOD(name, fn) {name, NULL, fn, NULL, NULL, NULL, napi_default_method, NULL}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor methods[] = {
-      {"read", NULL, device_read, NULL, NULL, NULL, napi_default_method, NULL},
-      {"watchDevice", NULL, watch_device, NULL, NULL, NULL, napi_default_method, NULL},
-      {"stopWatch", NULL, stop_watch, NULL, NULL, NULL, napi_default_method, NULL},
-      {"backingOpen", NULL, backing_open, NULL, NULL, NULL, napi_default_method, NULL},
-      {"backingClose", NULL, backing_close, NULL, NULL, NULL, napi_default_method, NULL},
-      {"createMirror", NULL, create_mirror, NULL, NULL, NULL, napi_default_method, NULL},
-      {"mirrorPublish", NULL, mirror_publish_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"mirrorSettled", NULL, mirror_settled_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"mirrorDrop", NULL, mirror_drop_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"mirrorClear", NULL, mirror_clear_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"keptPublish", NULL, kept_publish_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"keptUnpublish", NULL, kept_unpublish_js, NULL, NULL, NULL, napi_default_method, NULL},
-      {"keptTakeAnswered", NULL, kept_take_answered_js, NULL, NULL, NULL, napi_default_method, NULL},
+      METHOD("read", device_read),
+      METHOD("watchDevice", watch_device),
+      METHOD("stopWatch", stop_watch),
+      METHOD("backingOpen", backing_open),
+      METHOD("backingClose", backing_close),
+      METHOD("createMirror", create_mirror),
+      METHOD("mirrorPublish", mirror_publish_js),
+      METHOD("mirrorSettled", mirror_settled_js),
+      METHOD("mirrorDrop", mirror_drop_js),
+      METHOD("mirrorClear", mirror_clear_js),
+      METHOD("keptPublish", kept_publish_js),
+      METHOD("keptUnpublish", kept_unpublish_js),
+      METHOD("keptTakeAnswered", kept_take_answered_js),
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;
