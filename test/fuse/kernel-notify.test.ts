@@ -35,15 +35,22 @@ async function eventually(check: () => Promise<boolean>, ms: number): Promise<bo
   return check();
 }
 
+/** A store route at /store/ on the raw transport, kernel timeouts of 60 s and a change feed polled every 300 ms (kept in m, for afterEach). */
+async function mountStore(namespace: string): Promise<{ store: StoreBackend; mount: TestMount }> {
+  const store = new StoreBackend({ store: new SqliteStore(path.join(tmp, "store.db")), namespace: [namespace] });
+  const mount = await mountForTest(new CompositeBackend(createStandaloneState(), { "/store/": store }), {
+    transport: "raw",
+    attrTimeoutSec: 60,
+    vfs: { attrTimeoutMs: 300 },
+  });
+  m = mount;
+  return { store, mount };
+}
+
 describe.runIf(isRoot)("kernel notifications", () => {
   it("a file changed in the store shows on a mount with 60 s kernel timeouts within the feed's interval", async () => {
-    const store = new StoreBackend({ store: new SqliteStore(path.join(tmp, "store.db")), namespace: ["notify"] });
-    m = await mountForTest(new CompositeBackend(createStandaloneState(), { "/store/": store }), {
-      transport: "raw",
-      attrTimeoutSec: 60,
-      vfs: { attrTimeoutMs: 300 },
-    });
-    const dir = path.join(m.dir, "store");
+    const { store, mount } = await mountStore("notify");
+    const dir = path.join(mount.dir, "store");
     await ok(`printf hello > f.txt && sync f.txt`, dir);
     // Read, then stat (a read makes the kernel ask for the access time again): its pages and
     // attributes are now cached for a minute.
@@ -56,15 +63,10 @@ describe.runIf(isRoot)("kernel notifications", () => {
   });
 
   it("a missing name is the kernel's to answer for the TTL, and one made in the store shows within the feed's interval all the same", async () => {
-    const store = new StoreBackend({ store: new SqliteStore(path.join(tmp, "store.db")), namespace: ["negative"] });
-    m = await mountForTest(new CompositeBackend(createStandaloneState(), { "/store/": store }), {
-      transport: "raw",
-      attrTimeoutSec: 60,
-      vfs: { attrTimeoutMs: 300 },
-    });
-    const dir = path.join(m.dir, "store");
+    const { store, mount } = await mountStore("negative");
+    const dir = path.join(mount.dir, "store");
     await ok(`mkdir -p sub`, dir);
-    const asked = vi.spyOn(m.vfs, "getattr");
+    const asked = vi.spyOn(mount.vfs, "getattr");
     const lookups = () => asked.mock.calls.filter(([p]) => p === "/store/sub/late.txt").length;
     expect(await ok(`python3 -c "import os; print(sum(os.path.exists('sub/late.txt') for _ in range(20)))"`, dir)).toBe("0\n");
     // One LOOKUP: the kernel answered the other 19 from its negative entry.

@@ -320,7 +320,6 @@ export class RequestHandler {
     return Promise.resolve([init]);
   }
 
-  /** A name the kernel will cache: its attributes and one more lookup on its node. */
   /**
    * A missing name is answered as a negative entry the kernel keeps for the attribute TTL,
    * as its positive ones: a build's or git's second look at a name that is not there (an
@@ -337,6 +336,7 @@ export class RequestHandler {
     }
   }
 
+  /** A name the kernel will cache: its attributes and one more lookup on its node. */
   private async entry(path: string, linkOf?: number): Promise<Buffer[]> {
     const stat = await this.ops.getattr(path);
     const nodeid = linkOf === undefined ? this.inodes.lookup(path) : this.inodes.alias(linkOf, path);
