@@ -21,6 +21,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
 import { randomBytes } from "node:crypto";
+import { daemonGid, daemonUid } from "../protocol/daemon-identity.js";
 import { isMissing } from "./fs-errors.js";
 
 export const TEMP_FILE_PREFIX = ".backendfs-";
@@ -68,7 +69,7 @@ export async function writeFileAtomic(
 
 /** A replacement file takes the old one's owner and mode (the owner first: chown clears the set-id bits that the chmod then restores). */
 export function keepOwnerAndMode(fd: number, existing: Pick<fs.Stats, "uid" | "gid" | "mode">): void {
-  if (existing.uid !== process.geteuid?.() || existing.gid !== process.getegid?.()) fs.fchownSync(fd, existing.uid, existing.gid);
+  if (existing.uid !== daemonUid() || existing.gid !== daemonGid()) fs.fchownSync(fd, existing.uid, existing.gid);
   fs.fchmodSync(fd, existing.mode & 0o7777);
 }
 

@@ -21,6 +21,7 @@
 import fs, { type Stats } from "node:fs";
 import path from "node:path";
 import type { FileMetadata, FileStat, HostFile, HostFileOpenOptions } from "../protocol/index.js";
+import { daemonGid, daemonUid, daemonUmask } from "../protocol/daemon-identity.js";
 import { keepOwnerAndMode, openTempFile } from "./atomic-write.js";
 import { applyMetadata } from "./disk-metadata.js";
 import { describeFsError, errorCode, fsFailure } from "./fs-errors.js";
@@ -160,8 +161,8 @@ export class DiskHostFile implements HostFile {
 
 /**
  * A new file at `target` with the creator's mode and owner (as a replacement keeps the old
- * one's; the mode set again, the daemon's umask not being the creator's); undefined when the
- * name is taken.
+ * one's; the mode set again where the daemon's umask took bits the creator's did not);
+ * undefined when the name is taken.
  */
 function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileOpenOptions["create"]>): number | undefined {
   let fd: number;
@@ -172,7 +173,10 @@ function createInPlace(target: string, { mode, uid, gid }: NonNullable<HostFileO
     throw error;
   }
   try {
-    keepOwnerAndMode(fd, { uid: uid ?? process.geteuid?.() ?? 0, gid: gid ?? process.getegid?.() ?? 0, mode });
+    const owner = { uid: uid ?? daemonUid(), gid: gid ?? daemonGid() };
+    // The open gave the mode already where the daemon's umask took nothing from it and no chown follows.
+    const umask = daemonUmask();
+    if (owner.uid !== daemonUid() || owner.gid !== daemonGid() || umask === undefined || (mode & 0o7777 & umask) !== 0) keepOwnerAndMode(fd, { ...owner, mode });
     return fd;
   } catch (error) {
     fs.closeSync(fd);

@@ -57,6 +57,7 @@ import {
   type WriteResult,
   type XattrsResult,
 } from "../protocol/index.js";
+import { daemonGid, daemonUid } from "../protocol/daemon-identity.js";
 import type { NodeRecord, NodeTable } from "../stores/node-table.js";
 
 /** What this layer adds to any key-value backend, whatever that backend offers. */
@@ -96,8 +97,8 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   ) {
     this.inner = adaptBackendProtocol(backend) as Inner;
     if (!hasMethod(this.inner, "stat")) throw new Error("PosixMetadataBackend needs a backend with stat");
-    this.uid = options.uid ?? process.geteuid?.() ?? 0;
-    this.gid = options.gid ?? process.getegid?.() ?? 0;
+    this.uid = options.uid ?? daemonUid();
+    this.gid = options.gid ?? daemonGid();
     hideOptionalMethods(this, (name) => ADDED.has(name) || hasMethod(this.inner, name));
   }
 

@@ -48,6 +48,7 @@ import {
   type StatResult,
   type UploadFromBaseResponse,
 } from "../protocol/index.js";
+import { daemonGid, daemonUid } from "../protocol/daemon-identity.js";
 import { backendError, FsError, toFsError } from "./errno.js";
 import { defaultHostFilesMax } from "./host-budget.js";
 import { IdleHosts } from "./idle-hosts.js";
@@ -818,7 +819,7 @@ export class Vfs {
   private ownerOfNew(parent: Attr, caller: Caller | undefined): { uid?: number; gid?: number } {
     if (!parent.posix) return {};
     const inherited = ((parent.mode ?? 0) & S_ISGID) !== 0;
-    return { uid: caller?.uid ?? process.geteuid?.() ?? 0, gid: inherited ? parent.posix.gid : (caller?.gid ?? process.getegid?.() ?? 0) };
+    return { uid: caller?.uid ?? daemonUid(), gid: inherited ? parent.posix.gid : (caller?.gid ?? daemonGid()) };
   }
 
   /** The part of a new entry's owner that differs from what the disk gives an entry the daemon makes. */
