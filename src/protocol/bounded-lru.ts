@@ -8,6 +8,10 @@
  * `weight`: how many entries one value counts as (a directory listing: its names), so that
  * a cache of many large values stays within the same bound as one of many small ones.
  * `dispose`: lru-cache's, called for every value replaced, deleted, evicted or expired.
+ *
+ * With a `ttl`, the clock is read at every check (ttlResolution 0): lru-cache's default reuses
+ * a reading for 1 ms and arms a setTimeout to forget it, which a mount, whose requests come
+ * further apart than that, paid on nearly every request.
  */
 import { LRUCache } from "lru-cache";
 
@@ -19,7 +23,7 @@ export function boundedLru<K extends {}, V extends {}>(
   return new LRUCache<K, V>({
     maxSize: entries,
     sizeCalculation: weight ? (value) => Math.max(1, Math.min(entries, weight(value))) : () => 1,
-    ...(ttl === undefined ? {} : { ttl }),
+    ...(ttl === undefined ? {} : { ttl, ttlResolution: 0 }),
     ...(dispose && { dispose }),
   });
 }

@@ -8,9 +8,15 @@
  * changes at the path drops it, and a change made elsewhere shows through the version once
  * the vfs's attributes have expired, as for every open. Bounded in count and time, so a file
  * deleted beside the mount holds its disk space for a few seconds at most.
+ *
+ * Expired files are closed by one sweep every SWEEPS_PER_KEEP-th of the keeping time, not by
+ * a timer each (lru-cache's ttlAutopurge armed and cleared one for every file a build read
+ * or wrote): a file is kept up to that much longer.
  */
 import { LRUCache } from "lru-cache";
 import type { HostFile } from "../protocol/index.js";
+
+const SWEEPS_PER_KEEP = 4;
 
 interface Idle {
   host: HostFile;
@@ -25,17 +31,19 @@ export class IdleHosts {
   private readonly idle: LRUCache<string, Idle>;
   /** Let go and not yet closed (closeLetGo). */
   private letGo: HostFile[] = [];
+  /** Runs while anything is kept. */
+  private sweeper: NodeJS.Timeout | undefined;
 
   /** `close`: closes a kept file that is let go (the vfs's one way to close a host file). */
   constructor(
     max: number,
-    keepMs: number,
+    private readonly keepMs: number,
     private readonly close: (host: HostFile) => void,
   ) {
     this.idle = new LRUCache<string, Idle>({
       max: Math.max(1, max),
       ttl: keepMs,
-      ttlAutopurge: true,
+      ttlResolution: 0,
       // Withdrawn at once, before it closes: the transport never answers an open with a file let go.
       dispose: (idle, _path, reason) => {
         idle.announced?.letGo();
@@ -82,7 +90,15 @@ export class IdleHosts {
     }
     if (version === undefined) return undefined;
     this.idle.set(path, { host, version, taken: false });
+    this.sweeper ??= setInterval(() => this.sweep(), Math.max(1, this.keepMs / SWEEPS_PER_KEEP)).unref();
     return version;
+  }
+
+  private sweep(): void {
+    this.idle.purgeStale();
+    if (this.idle.size > 0) return;
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
   }
 
   /** The kept file at `path` if it is still of `version` (undefined: the caller will write; drop it). */
@@ -136,6 +152,8 @@ export class IdleHosts {
   /** Lets every kept file go, closed before this returns (an unmount's). */
   clear(): void {
     this.idle.clear();
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
     this.closeLetGo();
   }
 }
