@@ -35,7 +35,7 @@ enum {
   OP_REMOVEXATTR = 24, OP_FLUSH = 25, OP_INIT = 26, OP_OPENDIR = 27, OP_READDIR = 28,
   OP_RELEASEDIR = 29, OP_FSYNCDIR = 30, OP_GETLK = 31, OP_SETLK = 32, OP_SETLKW = 33,
   OP_ACCESS = 34, OP_CREATE = 35, OP_INTERRUPT = 36, OP_BMAP = 37, OP_DESTROY = 38,
-  OP_POLL = 40, OP_BATCH_FORGET = 42, OP_FALLOCATE = 43, OP_READDIRPLUS = 44, OP_LSEEK = 46,
+  OP_IOCTL = 39, OP_POLL = 40, OP_BATCH_FORGET = 42, OP_FALLOCATE = 43, OP_READDIRPLUS = 44, OP_LSEEK = 46,
   OP_TMPFILE = 51, OP_STATX = 52,
 };
 
@@ -125,6 +125,8 @@ static change changes_of(uint32_t opcode, uint32_t open_flags) {
     case OP_LISTXATTR: case OP_OPENDIR: case OP_RELEASEDIR: case OP_FSYNCDIR: case OP_ACCESS:
     case OP_INTERRUPT: case OP_GETLK: case OP_LSEEK: case OP_STATX: case OP_POLL: case OP_BMAP:
     case OP_INIT: case OP_DESTROY: case OP_FORGET: case OP_BATCH_FORGET:
+    /* The vfs answers every IOCTL ENOSYS (Python's open() sends one: its isatty()). */
+    case OP_IOCTL:
       return CHANGES_NOTHING;
     case OP_OPEN:
       /* A read-only open changes nothing; a writable one may truncate or hand the file to the kernel. */
