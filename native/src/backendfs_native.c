@@ -7,8 +7,9 @@
  *  - FUSE passthrough: register an open file with the kernel (FUSE_DEV_IOC_BACKING_OPEN) so
  *    that reads and writes of a file opened through the mount go straight to it.
  *  - answer a GETATTR without entering JavaScript, from the replies the vfs published
- *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs; and the
- *    OPEN of a file the vfs keeps for its next reader (kept_opens.c).
+ *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs; the OPEN
+ *    of a file the vfs keeps for its next reader (kept_opens.c); and the LOOKUP of a name
+ *    that a directory the vfs listed does not hold (dir_names.c).
  *
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
@@ -26,6 +27,7 @@
 #include <uv.h>
 
 #include "attr_mirror.h"
+#include "dir_names.h"
 #include "kept_opens.h"
 #include "wire.h"
 
@@ -77,10 +79,14 @@ static int32_t int_arg(napi_env env, napi_value value) {
 /* GETATTRs answered in one read() call at most, before the loop gets a turn (the poll fires again). */
 #define ANSWER_BURST 256
 
-/* A mirror, its kept opens, and a reference to the typed array they write into, which must live as long. */
+/* Directories whose names are held at most (dir_names.c). */
+#define NAMES_DIRS 64
+
+/* A mirror, its kept opens and directory names, and a reference to the typed array they write into, which must live as long. */
 typedef struct {
   attr_mirror *mirror;
   kept_opens *kept;
+  dir_names *names;
   napi_ref shared;
 } mirror_handle;
 
@@ -100,6 +106,11 @@ static attr_mirror *mirror_arg(napi_env env, napi_value value) {
 static kept_opens *kept_arg(napi_env env, napi_value value) {
   mirror_handle *handle = handle_arg(env, value);
   return handle ? handle->kept : NULL;
+}
+
+static dir_names *names_arg(napi_env env, napi_value value) {
+  mirror_handle *handle = handle_arg(env, value);
+  return handle ? handle->names : NULL;
 }
 
 /*
@@ -136,6 +147,7 @@ static napi_value device_read(napi_env env, napi_callback_info info) {
   mirror_handle *handle = argc >= 3 ? handle_arg(env, argv[2]) : NULL;
   attr_mirror *mirror = handle ? handle->mirror : NULL;
   kept_opens *kept = handle ? handle->kept : NULL;
+  dir_names *names = handle ? handle->names : NULL;
   int fd = int_arg(env, argv[0]);
   int32_t out;
   for (int answered = 0;;) {
@@ -149,7 +161,9 @@ static napi_value device_read(napi_env env, napi_callback_info info) {
     out = (int32_t)n;
     if (!mirror) break;
     mirror_arrived(mirror, data, (size_t)n);
-    if (!mirror_answer(mirror, fd, data, (size_t)n) && !(kept && kept_answer(kept, fd, data, (size_t)n))) {
+    if (names) names_arrived(names, data, (size_t)n);
+    if (!mirror_answer(mirror, fd, data, (size_t)n) && !(kept && kept_answer(kept, fd, data, (size_t)n)) &&
+        !(names && names_answer(names, fd, data, (size_t)n))) {
       acknowledge_release(fd, data, (size_t)n);
       break;
     }
@@ -169,12 +183,14 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
   napi_delete_reference(env, handle->shared);
   mirror_free(handle->mirror);
   kept_free(handle->kept);
+  names_free(handle->names);
   free(handle);
 }
 
 /*
  * createMirror(shared: Int32Array(1+), slots) -> mirror (freed with its last JS reference);
- * with two elements or more, kept opens too (shared[1]: their answers not yet taken).
+ * with two elements or more, kept opens too (shared[1]: their answers not yet taken); with
+ * three, directory names too (shared[2]: their epoch).
  */
 static napi_value create_mirror(napi_env env, napi_callback_info info) {
   ARGS(2);
@@ -188,8 +204,12 @@ static napi_value create_mirror(napi_env env, napi_callback_info info) {
   mirror_handle *handle = calloc(1, sizeof *handle);
   if (handle) handle->mirror = mirror_new((uint32_t)int_arg(env, argv[1]), shared);
   if (handle && handle->mirror && count >= 2) handle->kept = kept_new((uint32_t)int_arg(env, argv[1]), (int32_t *)shared + 1);
-  if (!handle || !handle->mirror || (count >= 2 && !handle->kept)) {
-    if (handle) mirror_free(handle->mirror);
+  if (handle && handle->mirror && count >= 3) handle->names = names_new(NAMES_DIRS, (int32_t *)shared + 2);
+  if (!handle || !handle->mirror || (count >= 2 && !handle->kept) || (count >= 3 && !handle->names)) {
+    if (handle) {
+      mirror_free(handle->mirror);
+      kept_free(handle->kept);
+    }
     free(handle);
     return throw_errno(env, "createMirror", ENOMEM);
   }
@@ -220,11 +240,55 @@ static napi_value mirror_publish_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* mirrorSettled(mirror, opcode, nodeid, openFlags): a request JS answered (see mirror_settled). */
+/* mirrorSettled(mirror, opcode, nodeid, openFlags): a request JS answered (see mirror_settled and names_settled). */
 static napi_value mirror_settled_js(napi_env env, napi_callback_info info) {
   ARGS(4);
-  attr_mirror *mirror = mirror_arg(env, argv[0]);
-  if (mirror) mirror_settled(mirror, (uint32_t)int_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2]), (uint32_t)int_arg(env, argv[3]));
+  mirror_handle *handle = handle_arg(env, argv[0]);
+  if (!handle) return NULL;
+  mirror_settled(handle->mirror, (uint32_t)int_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2]), (uint32_t)int_arg(env, argv[3]));
+  if (handle->names) names_settled(handle->names, (uint32_t)int_arg(env, argv[1]));
+  return NULL;
+}
+
+/* namesPublish(mirror, nodeid, list: Buffer (names, each NUL-terminated), count, ttlMs, negative: Buffer(128), epoch) -> held */
+static napi_value names_publish_js(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  void *list, *negative;
+  size_t length, negative_length;
+  dir_names *names = names_arg(env, argv[0]);
+  int held = 0;
+  if (names && napi_get_buffer_info(env, argv[2], &list, &length) == napi_ok &&
+      napi_get_buffer_info(env, argv[5], &negative, &negative_length) == napi_ok && negative_length == ENTRY_OUT_SIZE) {
+    held = names_publish(names, (uint64_t)int64_arg(env, argv[1]), list, length, (uint32_t)int_arg(env, argv[3]),
+                         (uint32_t)int_arg(env, argv[4]), negative, int_arg(env, argv[6]));
+  }
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, held, &result));
+  return result;
+}
+
+/* namesHolds(mirror, nodeid) -> whether the names of the directory are held */
+static napi_value names_holds_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  dir_names *names = names_arg(env, argv[0]);
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, names && names_holds(names, (uint64_t)int64_arg(env, argv[1])), &result));
+  return result;
+}
+
+/* namesDrop(mirror, nodeid) */
+static napi_value names_drop_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  dir_names *names = names_arg(env, argv[0]);
+  if (names) names_drop(names, (uint64_t)int64_arg(env, argv[1]));
+  return NULL;
+}
+
+/* namesClear(mirror) */
+static napi_value names_clear_js(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  dir_names *names = names_arg(env, argv[0]);
+  if (names) names_clear(names);
   return NULL;
 }
 
@@ -443,6 +507,10 @@ static napi_value init(napi_env env, napi_value exports) {
       METHOD("keptPublish", kept_publish_js),
       METHOD("keptUnpublish", kept_unpublish_js),
       METHOD("keptTakeAnswered", kept_take_answered_js),
+      METHOD("namesPublish", names_publish_js),
+      METHOD("namesHolds", names_holds_js),
+      METHOD("namesDrop", names_drop_js),
+      METHOD("namesClear", names_clear_js),
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;

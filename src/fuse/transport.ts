@@ -27,6 +27,11 @@ export interface KeptFile {
   readonly ttlMs: number;
 }
 
+export interface HeldNames {
+  names: Iterable<string>;
+  ttlMs: number;
+}
+
 export interface KernelOps {
   getattr(path: string): Promise<VfsStat>;
   access(path: string, mode: number): Promise<void>;
@@ -54,6 +59,12 @@ export interface KernelOps {
   onKept?(listener: (kept: KeptFile) => (() => void) | undefined): void;
   /** Such an open was answered with `kept.fh`: the vfs takes the file as its own open would have. False when it no longer keeps it. */
   adoptKept?(path: string, fh: number): boolean;
+  /**
+   * The names directory `dir` holds, where the vfs answers the lookup of any other name as
+   * missing from what it holds, without asking its backend (a fresh listing), and for how
+   * long that stays so; undefined elsewhere. A transport may answer those lookups itself.
+   */
+  heldNames?(dir: string): HeldNames | undefined;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;

@@ -1,6 +1,7 @@
 /**
  * The Node-API addon in native/ (built by scripts/setup.sh): a /dev/fuse watch on the event
- * loop, FUSE passthrough's backing-file ioctls, and the attribute mirror (attr-mirror.ts). Loaded once; where it is missing (no
+ * loop, FUSE passthrough's backing-file ioctls, the attribute mirror (attr-mirror.ts), kept
+ * opens (kept-opens.ts) and directory names (dir-names.ts). Loaded once; where it is missing (no
  * compiler at setup, another platform) the raw transport uses its worker-thread reader and
  * no passthrough, and says so in one log line.
  */
@@ -42,7 +43,7 @@ export interface NativeAddon {
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
   backingClose(devFd: number, id: number): void;
-  /** `shared`: [0] the epoch, [1] kept opens answered and not yet taken (both written by the addon; see kept-opens.ts). */
+  /** `shared`: [0] the epoch, [1] kept opens answered and not yet taken, [2] the directory names' epoch (all written by the addon; see kept-opens.ts, dir-names.ts). */
   createMirror(shared: Int32Array, slots: number): MirrorHandle;
   mirrorPublish(mirror: MirrorHandle, nodeid: number, attrOut: Buffer, ttlMs: number, epoch: number): boolean;
   mirrorSettled(mirror: MirrorHandle, opcode: number, nodeid: number, openFlags: number): void;
@@ -52,6 +53,11 @@ export interface NativeAddon {
   keptUnpublish(mirror: MirrorHandle, nodeid: number, fh: number): void;
   /** The kept opens answered since the last take, as (node id, handle) pairs into `out`: how many pairs. */
   keptTakeAnswered(mirror: MirrorHandle, out: Float64Array): number;
+  /** `list`: `count` names, each NUL-terminated; `negative`: the fuse_entry_out (128 bytes) a miss is answered with. */
+  namesPublish(mirror: MirrorHandle, nodeid: number, list: Buffer, count: number, ttlMs: number, negative: Buffer, epoch: number): boolean;
+  namesHolds(mirror: MirrorHandle, nodeid: number): boolean;
+  namesDrop(mirror: MirrorHandle, nodeid: number): void;
+  namesClear(mirror: MirrorHandle): void;
 }
 
 /** Where setup.sh builds the addon: native/build/Release, from src/fuse/raw or dist/fuse/raw alike. */

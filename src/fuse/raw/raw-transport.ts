@@ -18,6 +18,7 @@ import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
 import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
+import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
@@ -76,7 +77,9 @@ export class RawTransport implements Transport {
     const notify = (message: Buffer[]) => this.notify(message);
     // Opens of files kept for their next reader answered there too; BACKENDFS_KEPT_OPENS=0 turns it off.
     const keptOpens = addon && mirror && backings && process.env.BACKENDFS_KEPT_OPENS !== "0" ? new KeptOpens(addon, mirror) : undefined;
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, keptOpens, notify, log });
+    // Lookups of names a listed directory does not hold answered there too; BACKENDFS_DIR_NAMES=0 turns it off.
+    const dirNames = addon && mirror && process.env.BACKENDFS_DIR_NAMES !== "0" ? new DirNames(addon, mirror) : undefined;
+    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, keptOpens, dirNames, notify, log });
     this.handler = handler;
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
     const afterRead = keptOpens && (() => handler.takeKeptOpens());

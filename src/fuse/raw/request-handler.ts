@@ -7,6 +7,7 @@ import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
 import { basenameOf, parentOf } from "../../protocol/index.js";
 import { hasXattrOps, type BackingFile, type KeptFile, type KernelOps, type TransportOptions } from "../transport.js";
 import type { AttrMirror } from "./attr-mirror.js";
+import type { DirNames } from "./dir-names.js";
 import type { KeptOpens } from "./kept-opens.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
@@ -47,6 +48,8 @@ export interface HandlerExtras {
   mirror?: AttrMirror;
   /** The addon's kept opens: the OPEN of a file the vfs keeps for its next reader is answered there. */
   keptOpens?: KeptOpens;
+  /** The addon's directory names: the LOOKUP of a name a directory the vfs listed does not hold is answered there. */
+  dirNames?: DirNames;
   /** Sends a notification to the kernel (never from the loop's thread: see RawTransport.notify). */
   notify?: (message: Buffer[]) => void;
   log?: (line: string) => void;
@@ -89,6 +92,7 @@ export class RequestHandler {
   private readonly backings: Backings | undefined;
   private readonly mirror: AttrMirror | undefined;
   private readonly keptOpens: KeptOpens | undefined;
+  private readonly dirNames: DirNames | undefined;
   private readonly notify: ((message: Buffer[]) => void) | undefined;
   private readonly log: ((line: string) => void) | undefined;
 
@@ -98,11 +102,11 @@ export class RequestHandler {
     private readonly pool: BufferPool,
     extras: HandlerExtras = {},
   ) {
-    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, notify: this.notify, log: this.log } = extras);
+    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, notify: this.notify, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
-    if (this.mirror || this.notify) ops.onInvalidate?.((paths) => this.changedElsewhere(paths));
+    if (this.mirror || this.dirNames || this.notify) ops.onInvalidate?.((paths) => this.changedElsewhere(paths));
     if (this.keptOpens && ops.adoptKept) ops.onKept?.((kept) => this.kept(kept));
   }
 
@@ -183,9 +187,15 @@ export class RequestHandler {
    * of more than NOTIFY_AT_MOST paths leave the kernel to its timeouts.
    */
   private changedElsewhere(paths: string[] | "all"): void {
-    if (paths === "all") return this.mirror?.clear();
+    if (paths === "all") {
+      this.dirNames?.clear();
+      return this.mirror?.clear();
+    }
     const notify = this.notify && paths.length <= NOTIFY_AT_MOST ? this.notify : undefined;
     for (const path of paths) {
+      // A name made elsewhere: its directory's names in the addon are out of date.
+      const dir = this.dirNames && path !== "/" ? this.inodes.nodeAt(parentOf(path)) : undefined;
+      if (dir !== undefined) this.dirNames?.drop(dir);
       const nodeid = this.inodes.nodeAt(path);
       if (nodeid === undefined) {
         // The kernel may hold a negative entry for it (lookup): a name made elsewhere shows now.
@@ -206,7 +216,7 @@ export class RequestHandler {
     const fh = () => Number(body.readBigUInt64LE(0));
     switch (h.opcode) {
       case Op.LOOKUP:
-        return this.lookup(child(decodeNames(body, 1)[0]!));
+        return this.lookup(h.nodeid, path, child(decodeNames(body, 1)[0]!));
       case Op.GETATTR: {
         // The reply is kept for the node's next GETATTR, unless anything changed meanwhile
         // (the epoch of its arrival) or the kernel reads and writes the file itself.
@@ -285,6 +295,7 @@ export class RequestHandler {
       case Op.REMOVEXATTR:
         return this.xattrOp(h.opcode, path, body);
       default:
+        // IOCTL among them: the addon's mirror and directory names count on it changing nothing.
         return Promise.reject(new FsError("ENOSYS", `opcode ${h.opcode}`));
     }
   }
@@ -327,12 +338,30 @@ export class RequestHandler {
    * mount replace it in the kernel; a change made elsewhere that the vfs hears of drops it
    * (changedElsewhere); one it does not hear of shows within the TTL, as any.
    */
-  private async lookup(path: string): Promise<Buffer[]> {
+  private async lookup(parent: number, dir: string, path: string): Promise<Buffer[]> {
+    // Read as the request is handled: a name-making request read after it refuses the publish below.
+    const epoch = this.dirNames?.epoch ?? 0;
     try {
       return await this.entry(path);
     } catch (err) {
       if (!(err instanceof FsError) || err.code !== "ENOENT" || this.ttl === 0) throw err;
-      return [encodeNegativeEntryOut(this.ttl)];
+      const negative = encodeNegativeEntryOut(this.ttl);
+      if (this.dirNames) this.publishNames(this.dirNames, parent, dir, negative, epoch);
+      return [negative];
+    }
+  }
+
+  /**
+   * The names of a directory whose misses the vfs answers from its own listing, to the addon
+   * (dir-names.ts). A failure loses only the shortcut, never the lookup's answer.
+   */
+  private publishNames(dirNames: DirNames, parent: number, dir: string, negative: Buffer, epoch: number): void {
+    try {
+      if (dirNames.holds(parent)) return;
+      const held = this.ops.heldNames?.(dir);
+      if (held) dirNames.publish(parent, held.names, held.ttlMs, negative, epoch);
+    } catch (err) {
+      this.log?.(`directory names not published: ${(err as Error).message}`);
     }
   }
 
