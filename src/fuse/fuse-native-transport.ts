@@ -120,12 +120,15 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
   const done = (promise: Promise<unknown>, cb: Callback) => promise.then(() => cb(0), (err) => fail(cb, err));
   const inodes = new PathInodes();
   const caller = callerReader();
+  // fuse-native's binding writes times as unsigned: one before 1970 would show some 584
+  // million years on, so it shows as 1970 instead (the raw transport shows the date itself).
+  const time = (ms: number) => new Date(Math.max(0, ms));
   const toStat = (path: string, s: Awaited<ReturnType<KernelOps["getattr"]>>) => ({
     ...s,
     ino: s.ino ?? inodes.of(path),
-    atime: new Date(s.atime),
-    mtime: new Date(s.mtime),
-    ctime: new Date(s.ctime),
+    atime: time(s.atime),
+    mtime: time(s.mtime),
+    ctime: time(s.ctime),
   });
   const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`);
   return {

@@ -12,7 +12,7 @@ import { CompositeBackend } from "../../src/backends/composite.js";
 import { ContextHubBackend } from "../../src/backends/context-hub.js";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { emulatorPool, hubClient } from "../hub/helpers.js";
-import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+import { defaultTestTransport, mountForTest, ok, type TestMount } from "./helpers/mount.js";
 import { createStandaloneState } from "./helpers/state-backend.js";
 
 const TTL_MS = 150;
@@ -88,5 +88,17 @@ describe.each([
     ].join("\n");
     const out = await ok(`python3 - <<'EOF'\n${script}\nEOF\nsleep ${(TTL_MS * 4) / 1000} && stat -c %Y u.txt w.txt`, m.dir + dir);
     expect(out.trim().split("\n")).toEqual(["1114206031", "1114206031", "1114206031", "1114206031", "True", "1114206031", "1114206031"]);
+  });
+});
+
+describe("a time before 1970", () => {
+  it("a disk file dated 1960 is stat'ed and listed: with its date on raw (whose encoding gave EIO), as 1970 on fuse-native", async () => {
+    // On the disk itself (Node's utimes takes a negative time for "now").
+    await ok(`echo old > dated-1960 && touch -d 1960-01-01T00:00:00Z dated-1960`, root);
+    const raw = defaultTestTransport() === "raw";
+    const seconds = raw ? Date.UTC(1960, 0, 1) / 1000 : 0;
+    const dir = path.join(m.dir, "disk");
+    expect((await ok(`stat -c %Y dated-1960`, dir)).trim()).toBe(String(seconds));
+    expect(await ok(`ls -l --time-style=+%Y dated-1960`, dir)).toContain(raw ? " 1960 dated-1960" : " 1970 dated-1960");
   });
 });

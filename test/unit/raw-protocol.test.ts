@@ -37,6 +37,18 @@ describe("FUSE structs", () => {
     expect(hex(encodeEntryOut(7, stat, 1))).toBe(u64(7) + u64(0) + u64(1) + u64(1) + u32(0) + u32(0) + ATTR);
   });
 
+  it("encodes 64-bit fields past 2^32, and a time before 1970 as the kernel's signed seconds", () => {
+    const big = { ...stat, size: 2 ** 40 + 5, blocks: 2 ** 33, mtime: -1500, ino: 2 ** 52 + 1 };
+    const out = encodeAttrOut(7, big, 1);
+    const attr = out.subarray(16);
+    expect(attr.readBigUInt64LE(0)).toBe(2n ** 52n + 1n);
+    expect(attr.readBigUInt64LE(8)).toBe(2n ** 40n + 5n);
+    expect(attr.readBigUInt64LE(16)).toBe(2n ** 33n);
+    // -1.5 s: -2 s and 500,000,000 ns, as a timespec holds it.
+    expect(attr.readBigInt64LE(32)).toBe(-2n);
+    expect(attr.readUInt32LE(52)).toBe(500_000_000);
+  });
+
   it("encodes fuse_init_out (64 bytes)", () => {
     const out = encodeInitOut({ minor: 38, maxReadahead: 131072, flags: 0x80000001, maxBackground: 64, congestionThreshold: 48, maxWrite: 1 << 20, timeGran: 1, maxPages: 256, flags2: 0, maxStackDepth: 0 });
     expect(hex(out)).toBe(u32(7) + u32(38) + u32(131072) + u32(0x80000001) + "4000" + "3000" + u32(1 << 20) + u32(1) + "0001" + "0000" + "00".repeat(32));

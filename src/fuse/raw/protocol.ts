@@ -174,29 +174,41 @@ export function encodeInitOut(init: InitOut): Buffer {
   return out;
 }
 
-/** Seconds and nanoseconds of a millisecond time (fractions of a millisecond kept). */
-function splitMs(ms: number): [bigint, number] {
-  const sec = Math.floor(ms / 1000);
-  const nsec = Math.min(999_999_999, Math.round((ms - sec * 1000) * 1e6));
-  return [BigInt(sec), nsec];
+/**
+ * A 64-bit field from a safe integer, without a BigInt (converting one for every field was a
+ * measurable part of encoding an attribute); a negative one (a time before 1970) in two's
+ * complement, as the kernel reads its signed fields.
+ */
+function writeU64(out: Buffer, value: number, at: number): void {
+  const high = Math.floor(value / 0x1_0000_0000);
+  out.writeUInt32LE((value - high * 0x1_0000_0000) >>> 0, at);
+  out.writeUInt32LE(high >>> 0, at + 4);
 }
 
-function splitSec(sec: number): [bigint, number] {
+/** Seconds and nanoseconds of a millisecond time (fractions of a millisecond kept). */
+function splitMs(ms: number): [number, number] {
+  const sec = Math.floor(ms / 1000);
+  const nsec = Math.min(999_999_999, Math.round((ms - sec * 1000) * 1e6));
+  return [sec, nsec];
+}
+
+function splitSec(sec: number): [number, number] {
   const whole = Math.floor(sec);
-  return [BigInt(whole), Math.round((sec - whole) * 1e9)];
+  return [whole, Math.round((sec - whole) * 1e9)];
 }
 
 /** fuse_attr (88 bytes) at `at`. */
 export function writeAttr(out: Buffer, at: number, nodeid: number, s: VfsStat): void {
   // The backend's inode where it has one (a disk's: hard links share it), else the node id.
-  out.writeBigUInt64LE(BigInt(s.ino ?? nodeid), at);
-  out.writeBigUInt64LE(BigInt(s.size), at + 8);
-  out.writeBigUInt64LE(BigInt(s.blocks), at + 16);
-  const times = [s.atime, s.mtime, s.ctime].map(splitMs);
-  times.forEach(([sec, nsec], i) => {
-    out.writeBigUInt64LE(sec, at + 24 + i * 8);
+  writeU64(out, s.ino ?? nodeid, at);
+  writeU64(out, s.size, at + 8);
+  writeU64(out, s.blocks, at + 16);
+  const times = [s.atime, s.mtime, s.ctime];
+  for (let i = 0; i < 3; i++) {
+    const [sec, nsec] = splitMs(times[i]!);
+    writeU64(out, sec, at + 24 + i * 8);
     out.writeUInt32LE(nsec, at + 48 + i * 4);
-  });
+  }
   out.writeUInt32LE(s.mode >>> 0, at + 60);
   out.writeUInt32LE(s.nlink, at + 64);
   out.writeUInt32LE(s.uid >>> 0, at + 68);
@@ -209,10 +221,10 @@ export function writeAttr(out: Buffer, at: number, nodeid: number, s: VfsStat): 
 /** fuse_entry_out (128 bytes) at `at`; nodeid 0 = no entry (readdirplus's "." and ".."). */
 export function writeEntryOut(out: Buffer, at: number, nodeid: number, s: VfsStat, ttlSec: number): void {
   const [sec, nsec] = splitSec(ttlSec);
-  out.writeBigUInt64LE(BigInt(nodeid), at);
-  out.writeBigUInt64LE(0n, at + 8);
-  out.writeBigUInt64LE(sec, at + 16);
-  out.writeBigUInt64LE(sec, at + 24);
+  writeU64(out, nodeid, at);
+  writeU64(out, 0, at + 8);
+  writeU64(out, sec, at + 16);
+  writeU64(out, sec, at + 24);
   out.writeUInt32LE(nsec, at + 32);
   out.writeUInt32LE(nsec, at + 36);
   writeAttr(out, at + 40, nodeid, s);
@@ -228,7 +240,7 @@ export function encodeEntryOut(nodeid: number, s: VfsStat, ttlSec: number): Buff
 export function encodeNegativeEntryOut(ttlSec: number): Buffer {
   const out = Buffer.alloc(ENTRY_OUT_SIZE);
   const [sec, nsec] = splitSec(ttlSec);
-  out.writeBigUInt64LE(sec, 16);
+  writeU64(out, sec, 16);
   out.writeUInt32LE(nsec, 32);
   return out;
 }
@@ -236,7 +248,7 @@ export function encodeNegativeEntryOut(ttlSec: number): Buffer {
 export function encodeAttrOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
   const out = Buffer.alloc(ATTR_OUT_SIZE);
   const [sec, nsec] = splitSec(ttlSec);
-  out.writeBigUInt64LE(sec, 0);
+  writeU64(out, sec, 0);
   out.writeUInt32LE(nsec, 8);
   writeAttr(out, 16, nodeid, s);
   return out;
@@ -245,7 +257,7 @@ export function encodeAttrOut(nodeid: number, s: VfsStat, ttlSec: number): Buffe
 /** `backingId`: the file the kernel reads and writes itself (with OpenFlag.PASSTHROUGH). */
 export function encodeOpenOut(fh: number, openFlags: number, backingId = 0): Buffer {
   const out = Buffer.alloc(OPEN_OUT_SIZE);
-  out.writeBigUInt64LE(BigInt(fh), 0);
+  writeU64(out, fh, 0);
   out.writeUInt32LE(openFlags, 8);
   out.writeInt32LE(backingId, 12);
   return out;
@@ -280,8 +292,8 @@ export function direntSize(nameLength: number): number {
 export function writeDirent(out: Buffer, at: number, ino: number, nextOffset: number, name: Buffer, mode: number): number {
   const size = direntSize(name.length);
   out.fill(0, at, at + size);
-  out.writeBigUInt64LE(BigInt(ino), at);
-  out.writeBigUInt64LE(BigInt(nextOffset), at + 8);
+  writeU64(out, ino, at);
+  writeU64(out, nextOffset, at + 8);
   out.writeUInt32LE(name.length, at + 16);
   out.writeUInt32LE((mode >>> 12) & 0o17, at + 20);
   name.copy(out, at + DIRENT_SIZE);
