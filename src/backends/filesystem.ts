@@ -208,8 +208,14 @@ export class FilesystemBackend
    * host-file.ts). Directories and special files have none.
    */
   async openHostFile(filePath: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> {
-    const { replace } = options;
+    const { replace, create } = options;
     try {
+      if (create) {
+        // A new name is made at once, with only its directories walked (O_EXCL refuses
+        // whatever is there, a symlink too); a name that exists is opened as below.
+        const made = DiskHostFile.create((await this.paths.resolve(filePath, { followLeaf: false })).hostPath, create, this.hostFiles);
+        if (made) return { file: made };
+      }
       const target = await this.paths.resolve(filePath, { followLeaf: true });
       const existing = target.missing ? null : (target.stat ?? fsConstants.statSync(target.hostPath, { throwIfNoEntry: false }) ?? null);
       if (existing && !existing.isFile()) return { unsupported: true };

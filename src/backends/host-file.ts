@@ -52,11 +52,17 @@ export class DiskHostFile implements HostFile {
     if (temp) context.pending.add(temp);
   }
 
+  /** A new file at `target`, with the creator's mode and owner; undefined when the name is taken. Throws the system error. */
+  static create(target: string, create: NonNullable<HostFileOpenOptions["create"]>, context: HostFileContext): DiskHostFile | undefined {
+    const fd = createInPlace(target, create);
+    return fd === undefined ? undefined : new DiskHostFile(fd, undefined, target, context, true);
+  }
+
   /** Opens the file at `target` (its stat `existing`, null when missing). Throws the system error. */
   static open(target: string, existing: Stats | null, { write, replace, create }: HostFileOpenOptions, context: HostFileContext): DiskHostFile {
     if (!existing && create) {
-      const fd = createInPlace(target, create);
-      if (fd !== undefined) return new DiskHostFile(fd, undefined, target, context, true);
+      const made = DiskHostFile.create(target, create, context);
+      if (made) return made;
       existing = fs.statSync(target, { throwIfNoEntry: false }) ?? null;
     }
     if (replace && !(existing && existing.nlink > 1)) {
