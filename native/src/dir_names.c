@@ -8,14 +8,15 @@
  *  - Every request that may make a name (CREATE, MKNOD, MKDIR, SYMLINK, LINK, RENAME,
  *    RENAME2) adds that name to its directory's set when it is read, before any later request
  *    is answered. One this file does not know drops every set (IOCTL is known: the vfs
- *    answers every one ENOSYS, and Python's open() sends one, its isatty()). Removing a name leaves it in
- *    the set: its lookup goes to JavaScript.
+ *    answers every one ENOSYS, and Python's open() sends one, its isatty()). Removing a
+ *    name leaves it in the set: its lookup goes to JavaScript.
  *  - Those requests move the epoch when they are read, and count as pending until JS has
  *    answered them. A publish carries the epoch read when its LOOKUP was handled and is
  *    refused if the epoch moved since or such a request is pending: a listing read while a
  *    name was being made can never be held.
  *  - A set lives at most as long as the vfs's listing is fresh, as the vfs's own answers;
- *    changes elsewhere reach the vfs's change feed, which clears every set (names_clear). A
+ *    a change the vfs hears of from elsewhere drops the set of the directory it is in and
+ *    of the path itself (names_drop), a report of everything drops all (names_clear). A
  *    directory the kernel forgets loses its set (its node id may be handed out again).
  *  - Only names JS would decode to the same bytes (valid UTF-8, not "." or "..") are
  *    answered here.

@@ -6,8 +6,8 @@
  * itself without asking its backend, for no longer than its listing is fresh; the addon adds
  * every name made through the mount as its request is read, refuses a publish that a
  * name-making request overtook (the epoch read when the LOOKUP was handled) or that one still
- * unanswered may contradict, and clears everything on what it does not know. Changes made
- * elsewhere that the vfs hears of clear it too.
+ * unanswered may contradict, and clears everything on what it does not know. A change made
+ * elsewhere that the vfs hears of drops its directory's names.
  */
 import type { AttrMirror } from "./attr-mirror.js";
 import type { NativeAddon } from "./native.js";
