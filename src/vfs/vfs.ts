@@ -266,17 +266,16 @@ export class Vfs {
   /**
    * The names `dir` holds while a lookup of any other name is answered ENOENT from the
    * vfs's fresh listing of it, without asking the backend (storedAttr), and for how long that
-   * listing stays fresh; undefined without one. What only the vfs knows is in: implicit
-   * directories, mount points, files open at a path below. A transport answers those
-   * lookups itself (the raw transport's addon: dir-names.ts).
+   * listing stays fresh; undefined without one. What only the vfs knows is in (merged), and
+   * more that a lookup finds without the listing: mount points, every file open below. A
+   * transport answers those lookups itself (the raw transport's addon: dir-names.ts).
    */
   heldNames(dir: string): { names: Set<string>; ttlMs: number } | undefined {
     const listing = this.listings.get(dir);
     if (!listing) return undefined;
     const ttlMs = this.listings.getRemainingTTL(dir);
-    const names = new Set(listing.keys());
+    const names = new Set(this.merged(dir, listing).keys());
     const below = (path: string) => path !== dir && parentOf(path) === dir;
-    for (const implicit of this.implicitDirs) if (below(implicit)) names.add(basenameOf(implicit));
     for (const mountPoint of this.mountPoints) if (below(mountPoint)) names.add(basenameOf(mountPoint));
     for (const path of this.files.keys()) if (below(path)) names.add(basenameOf(path));
     return { names, ttlMs };

@@ -193,15 +193,14 @@ export class RequestHandler {
     }
     const notify = this.notify && paths.length <= NOTIFY_AT_MOST ? this.notify : undefined;
     for (const path of paths) {
+      const parent = path === "/" ? undefined : this.inodes.nodeAt(parentOf(path));
+      const nodeid = this.inodes.nodeAt(path);
       // A name made elsewhere: its directory's names in the addon are out of date (and the
       // path's own, where it is a directory whose names changed: a feed may report only it).
-      const dir = this.dirNames && path !== "/" ? this.inodes.nodeAt(parentOf(path)) : undefined;
-      if (dir !== undefined) this.dirNames?.drop(dir);
-      const nodeid = this.inodes.nodeAt(path);
+      if (parent !== undefined) this.dirNames?.drop(parent);
       if (nodeid !== undefined) this.dirNames?.drop(nodeid);
       if (nodeid === undefined) {
         // The kernel may hold a negative entry for it (lookup): a name made elsewhere shows now.
-        const parent = path === "/" ? undefined : this.inodes.nodeAt(parentOf(path));
         if (parent !== undefined) notify?.(encodeNotifyInvalEntry(parent, basenameOf(path)));
         continue;
       }
