@@ -446,8 +446,10 @@ category("setuid tricks and capabilities", "main", [
 // -- leaked descriptors -----------------------------------------------------------------------
 category("leaked file descriptors", "main", [
   {
+    // A child lists the shell's descriptors ($PPID) while the shell only waits: enumerating them
+    // from inside a pipeline or a $(...) raced the shell's own pipe for that construct.
     name: "ls -l /proc/self/fd /proc/1/fd: no /dev/fuse, socket or host file above stdio",
-    command: (h) => `ls -l /proc/self/fd /proc/1/fd >&2; for p in $$ 1; do for f in /proc/$p/fd/*; do n=\${f##*/}; [ "$n" -le 2 ] && continue; t=$(readlink "$f") || continue; case "$t" in /proc/*/fd|anon_inode:*) ;; *) echo "LEAK $p/$n -> $t";; esac; done; done | grep . && exit 0; for f in /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 /proc/1/fd/0 /proc/1/fd/1 /proc/1/fd/2; do readlink $f; done | grep -F -e fuse -e ${split(h.base)} -e /run/ -e /work && exit 0; echo "nothing leaked" >&2; exit 1`,
+    command: (h) => `ls -l /proc/self/fd /proc/1/fd >&2; sh -c 'for p in $PPID 1; do for f in /proc/$p/fd/*; do n=\${f##*/}; [ "$n" -le 2 ] && continue; t=$(readlink "$f") || continue; case "$t" in /proc/*/fd|anon_inode:*) ;; *) echo "LEAK $p/$n -> $t"; exit 1;; esac; done; done' || exit 0; for f in /proc/self/fd/0 /proc/self/fd/1 /proc/self/fd/2 /proc/1/fd/0 /proc/1/fd/1 /proc/1/fd/2; do readlink $f; done | grep -F -e fuse -e ${split(h.base)} -e /run/ -e /work && exit 0; echo "nothing leaked" >&2; exit 1`,
     output: /nothing leaked/,
     absent: (h) => ["/dev/fuse", h.base, "/run/backendfs"],
   },
