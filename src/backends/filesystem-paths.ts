@@ -26,9 +26,20 @@ export interface ResolvedPath {
 
 /** How long the root's realpath is trusted without a stat (see realRoot). */
 const ROOT_RECHECK_MS = 100;
+/** How long a directory a walk found is trusted to still be one, without its lstat (see realpathOfDeepestExisting). */
+const WALKED_DIR_RECHECK_MS = 100;
+/** Directories trusted at once at most; past it the set starts again empty. */
+const WALKED_DIRS_MAX = 4096;
 
 export class PathResolver {
   private cachedRealRoot: { identity: string; real: string; checkedAt: number } | undefined;
+  /**
+   * Directories below the root that a walk reached without meeting a symlink and found to
+   * be directories, by their path relative to the root, with when it found them.
+   */
+  private readonly walkedDirs = new Map<string, number>();
+  /** The real root they were found under. */
+  private walkedUnder: string | undefined;
 
   constructor(
     readonly root: string,
@@ -61,7 +72,8 @@ export class PathResolver {
     const realRoot = this.realRoot();
     // A root that does not exist yet has nothing inside to resolve or escape through.
     if (realRoot === undefined) return located;
-    const { real, missing, stat } = anchor === this.root ? { real: realRoot, missing: false, stat: undefined } : this.realpathOfDeepestExisting(anchor, realRoot);
+    const { real, missing, stat } =
+      anchor === this.root ? { real: realRoot, missing: false, stat: undefined } : this.realpathOfDeepestExisting(anchor, realRoot, anchor === lexical);
     const hostPath = anchor === lexical ? real : path.join(real, path.basename(lexical));
     if (this.virtualMode && !isHostPathWithin(real, realRoot)) {
       throw new BackendPathError(`Path '${raw}' resolves outside root directory`);
@@ -99,25 +111,45 @@ export class PathResolver {
 
   /**
    * realpath of `p`, or of its deepest existing ancestor joined with the missing rest; with
-   * `p`'s own stat when it is not a symlink. Walks down from the real root when `p` is under
-   * the root (one lstat per component), from `/` otherwise.
+   * `p`'s own stat when it is not a symlink and `wantStat`. Walks down from the real root
+   * when `p` is under the root (one lstat per component), from `/` otherwise.
+   *
+   * The walk starts below the deepest directory an earlier walk found less than
+   * WALKED_DIR_RECHECK_MS ago (`git add` of 2,000 files walked 59 components per file, most
+   * of them the same few directories again). What the check gives does not change:
+   * a walk is a snapshot anyway (a directory swapped for a symlink between it and the I/O is
+   * followed), and this backend's own removals and moves forget every directory trusted
+   * (forgetWalked); a swap made beside it is followed for at most that long, as the root's.
    */
-  private realpathOfDeepestExisting(p: string, realRoot: string): { real: string; missing: boolean; stat?: Stats } {
+  private realpathOfDeepestExisting(p: string, realRoot: string, wantStat: boolean): { real: string; missing: boolean; stat?: Stats } {
     const underRoot = isHostPathWithin(p, this.root) && p !== this.root;
     if (!underRoot) return walkUpToExisting(p);
     // `p` is normalized (locate joined it): the names below the root are what follows it.
-    const names = p.slice(this.root === path.sep ? 1 : this.root.length + 1).split(path.sep);
-    let current = realRoot;
-    for (let i = 0; i < names.length; i++) {
+    const rel = p.slice(this.root === path.sep ? 1 : this.root.length + 1);
+    const names = rel.split(path.sep);
+    const now = Date.now();
+    // What was trusted was found under another real root (the root's link re-pointed).
+    if (this.walkedUnder !== realRoot) this.forgetWalked(realRoot);
+    const [depth, trustedEnd] = this.trustedDepth(rel, names.length, wantStat, now);
+    let end = trustedEnd;
+    const under = (prefixEnd: number) => (realRoot === path.sep ? path.sep : realRoot + path.sep) + rel.slice(0, prefixEnd);
+    let current = depth === 0 ? realRoot : under(end);
+    if (depth === names.length) return { real: current, missing: false };
+    // Still the lexical path: directories found are trusted until a symlink turns the walk.
+    let lexical = true;
+    for (let i = depth; i < names.length; i++) {
       const next = current === path.sep ? current + names[i]! : current + path.sep + names[i]!;
+      end += (i === 0 ? 0 : 1) + names[i]!.length;
       const isLeaf = i === names.length - 1;
       const stat = lstatOrMissing(next);
       if (stat === undefined) return { real: path.join(next, ...names.slice(i + 1)), missing: true };
       if (!stat.isSymbolicLink()) {
         current = next;
+        if (lexical && stat.isDirectory()) this.trustWalked(rel.slice(0, end), now);
         if (isLeaf) return { real: current, missing: false, stat };
         continue;
       }
+      lexical = false;
       try {
         current = fsSync.realpathSync(next);
       } catch (error) {
@@ -128,6 +160,33 @@ export class PathResolver {
       }
     }
     return { real: current, missing: false };
+  }
+
+  /**
+   * How many of `rel`'s leading names (of `count`) lead to a directory still trusted, and
+   * where in `rel` they end; `p`'s own name counts only when its stat is not wanted.
+   */
+  private trustedDepth(rel: string, count: number, wantStat: boolean, now: number): [number, number] {
+    let depth = wantStat ? count - 1 : count;
+    let end = wantStat ? rel.lastIndexOf(path.sep) : rel.length;
+    while (depth > 0) {
+      const foundAt = this.walkedDirs.get(rel.slice(0, end));
+      if (foundAt !== undefined && now - foundAt < WALKED_DIR_RECHECK_MS) return [depth, end];
+      depth--;
+      end = depth === 0 ? 0 : rel.lastIndexOf(path.sep, end - 1);
+    }
+    return [0, 0];
+  }
+
+  private trustWalked(rel: string, now: number): void {
+    if (this.walkedDirs.size >= WALKED_DIRS_MAX) this.walkedDirs.clear();
+    this.walkedDirs.set(rel, now);
+  }
+
+  /** This backend removed or moved a directory: no directory a walk found is trusted any more. */
+  forgetWalked(realRoot = this.walkedUnder): void {
+    this.walkedDirs.clear();
+    this.walkedUnder = realRoot;
   }
 
   /** In virtual mode, whether an existing host path (a symlink met in a walk) stays inside. */

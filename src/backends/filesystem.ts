@@ -308,6 +308,7 @@ export class FilesystemBackend
         const realRoot = await fs.realpath(this.cwd);
         const entries = await fs.readdir(realRoot);
         await Promise.all(entries.map((name) => fs.rm(path.join(realRoot, name), { recursive: true })));
+        this.paths.forgetWalked();
         this.unsynced.add(realRoot);
         return { path: filePath, filesUpdate: null };
       }
@@ -317,8 +318,10 @@ export class FilesystemBackend
       const target = await this.paths.resolve(filePath, { followLeaf: false });
       const stat = fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false });
       if (!stat) return failure("file_not_found", `Error: '${filePath}' not found`);
-      if (stat.isDirectory()) await removeDirectory(target.hostPath);
-      else fsConstants.unlinkSync(target.hostPath);
+      if (stat.isDirectory()) {
+        this.paths.forgetWalked();
+        await removeDirectory(target.hostPath);
+      } else fsConstants.unlinkSync(target.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
@@ -433,7 +436,10 @@ export class FilesystemBackend
       if (this.virtualMode && (source.shownPath === "/" || target.shownPath === "/")) {
         return failure("busy", `Error renaming '${from}' to '${to}': the root directory cannot be renamed`);
       }
-      if (!fsConstants.lstatSync(source.hostPath, { throwIfNoEntry: false })) return failure("file_not_found", `Error: '${from}' not found`);
+      const moved = fsConstants.lstatSync(source.hostPath, { throwIfNoEntry: false });
+      if (!moved) return failure("file_not_found", `Error: '${from}' not found`);
+      // A directory moved away leaves a name a symlink may take.
+      if (moved.isDirectory()) this.paths.forgetWalked();
       renameCreatingParents(source.hostPath, target.hostPath);
       this.unsynced.add(source.hostPath);
       this.unsynced.add(target.hostPath);

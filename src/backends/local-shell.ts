@@ -170,6 +170,8 @@ export class LocalShellBackend extends FilesystemBackend implements SandboxBacke
       }, this.#timeoutSeconds * 1000);
       const done = (response: ExecuteResponse) => {
         clearTimeout(timer);
+        // The command may have moved or removed any directory: the next walks look again.
+        this.paths.forgetWalked();
         if (killTimer) {
           clearTimeout(killTimer);
           killGroup("SIGKILL"); // nothing of a timed-out command may survive it

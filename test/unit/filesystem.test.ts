@@ -270,6 +270,36 @@ describe("FilesystemBackend: fixes", () => {
     expect(await fs.readdir(outside)).toEqual(["secret.txt"]);
   });
 
+  it("a directory this backend removed or moved is not trusted by a later walk: a symlink put there at once is refused", async () => {
+    const b = virtual();
+    await fs.writeFile(path.join(outside, "secret.txt"), "secret");
+    for (const [name, away] of [
+      ["deleted", (dir: string) => b.delete(dir)],
+      ["moved", (dir: string) => b.rename(dir, `${dir}-moved`)],
+    ] as const) {
+      await put(`${name}/inner.txt`, "inside");
+      // The walk has just found the directory (and trusts it for a moment)...
+      expect((await b.read(`/${name}/inner.txt`)).content).toBe("inside");
+      expect((await away(`/${name}`)).error).toBeUndefined();
+      // ...then a symlink leaving the root takes its name, before that moment is over.
+      await fs.symlink(outside, path.join(root, name));
+      expect((await b.read(`/${name}/secret.txt`)).error).toContain(`Path '/${name}/secret.txt' resolves outside root directory`);
+      expect((await b.write(`/${name}/new.txt`, "pwned")).error).toContain("resolves outside root directory");
+    }
+    expect(await fs.readdir(outside)).toEqual(["secret.txt"]);
+  });
+
+  it("a directory swapped for a symlink beside the backend is refused once the walk's trust has lapsed (100 ms)", async () => {
+    const b = virtual();
+    await fs.writeFile(path.join(outside, "secret.txt"), "secret");
+    await put("swapped/inner.txt", "inside");
+    expect((await b.read("/swapped/inner.txt")).content).toBe("inside");
+    await fs.rename(path.join(root, "swapped"), path.join(root, "swapped-away"));
+    await fs.symlink(outside, path.join(root, "swapped"));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await b.read("/swapped/secret.txt")).error).toContain("Path '/swapped/secret.txt' resolves outside root directory");
+  });
+
   it("symlink cycles do not hang glob, grep or ls", async () => {
     const b = virtual();
     await put("sub/file.txt", "needle");

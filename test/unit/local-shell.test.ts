@@ -65,6 +65,22 @@ describe("LocalShellBackend lifecycle", () => {
   });
 });
 
+describe("LocalShellBackend: a command's moves and the backend's own walks", () => {
+  it("a directory a command swaps for a symlink leaving the root is refused right after it (virtual mode)", async () => {
+    const outside = await fs.mkdtemp(path.join(os.tmpdir(), "backendfs-shell-out-"));
+    try {
+      await fs.writeFile(path.join(outside, "secret.txt"), "secret");
+      const b = new LocalShellBackend({ rootDir: root, virtualMode: true });
+      await b.write("/d/inner.txt", "inside");
+      expect((await b.read("/d/inner.txt")).content).toBe("inside");
+      expect((await b.execute(`mv d d-away && ln -s '${outside}' d`)).exitCode).toBe(0);
+      expect((await b.read("/d/secret.txt")).error).toContain("Path '/d/secret.txt' resolves outside root directory");
+    } finally {
+      await fs.rm(outside, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("LocalShellBackend.execute", () => {
   it("formats stdout, [stderr] lines and the exit code exactly", async () => {
     const b = new LocalShellBackend({ rootDir: root });
