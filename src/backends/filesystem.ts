@@ -316,12 +316,14 @@ export class FilesystemBackend
         return failure("busy", `Error deleting '${filePath}': refusing to delete the filesystem root`);
       }
       const target = await this.paths.resolve(filePath, { followLeaf: false });
-      const stat = fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false });
-      if (!stat) return failure("file_not_found", `Error: '${filePath}' not found`);
-      if (stat.isDirectory()) {
+      // unlink(2) first: most deletes are of files (a mount's every unlink), and it refuses a
+      // directory itself (EISDIR), which is then removed with what it holds.
+      const unlinked = unlinkUnlessDirectory(target.hostPath);
+      if (unlinked === undefined) return failure("file_not_found", `Error: '${filePath}' not found`);
+      if (!unlinked) {
         this.paths.forgetWalked();
         await removeDirectory(target.hostPath);
-      } else fsConstants.unlinkSync(target.hostPath);
+      }
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
     } catch (error) {
@@ -733,6 +735,20 @@ function nodeKind(stat: fsConstants.Stats): NodeKind {
   if (stat.isFIFO()) return "fifo";
   if (stat.isSocket()) return "socket";
   return stat.isCharacterDevice() ? "char-device" : "block-device";
+}
+
+/** unlink(2): true when done, false where the path is a directory (left as it is), undefined where nothing is. */
+function unlinkUnlessDirectory(hostPath: string): boolean | undefined {
+  try {
+    fsConstants.unlinkSync(hostPath);
+    return true;
+  } catch (error) {
+    const code = errorCode(error);
+    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    // EISDIR is Linux's answer for a directory; POSIX also allows EPERM (macOS's).
+    if (code === "EISDIR" || (code === "EPERM" && fsConstants.lstatSync(hostPath, { throwIfNoEntry: false })?.isDirectory())) return false;
+    throw error;
+  }
 }
 
 /** An empty directory with one rmdir(2) inline (rm -r's one by one); a tree through libuv's pool, off the loop. */

@@ -300,6 +300,23 @@ describe("FilesystemBackend: fixes", () => {
     expect((await b.read("/swapped/secret.txt")).error).toContain("Path '/swapped/secret.txt' resolves outside root directory");
   });
 
+  it("delete of a file, an empty and a full directory, a symlink to a directory, and through a file", async () => {
+    const b = virtual();
+    await put("f.txt", "f");
+    await fs.mkdir(path.join(root, "empty"));
+    await put("full/deep/x.txt", "x");
+    await fs.symlink(path.join(root, "full"), path.join(root, "to-full"));
+    expect(await b.delete("/to-full")).toEqual({ path: "/to-full", filesUpdate: null });
+    expect(await disk("full/deep/x.txt")).toBe("x");
+    expect(await b.delete("/f.txt")).toEqual({ path: "/f.txt", filesUpdate: null });
+    expect(await b.delete("/f.txt")).toEqual({ error: "Error: '/f.txt' not found" });
+    expect(await b.delete("/empty")).toEqual({ path: "/empty", filesUpdate: null });
+    expect(await b.delete("/full")).toEqual({ path: "/full", filesUpdate: null });
+    await put("g.txt", "g");
+    expect(await b.delete("/g.txt/below")).toEqual({ error: "Error: '/g.txt/below' not found" });
+    expect(await fs.readdir(root)).toEqual(["g.txt"]);
+  });
+
   it("symlink cycles do not hang glob, grep or ls", async () => {
     const b = virtual();
     await put("sub/file.txt", "needle");
