@@ -38,8 +38,6 @@ export class PathResolver {
    * be directories, by their path relative to the root, with when it found them.
    */
   private readonly walkedDirs = new Map<string, number>();
-  /** The real root they were found under. */
-  private walkedUnder: string | undefined;
 
   constructor(
     readonly root: string,
@@ -101,6 +99,8 @@ export class PathResolver {
       cached.checkedAt = now;
       return cached.real;
     }
+    // Another directory is the root now (a link re-pointed, the root replaced): what a walk found was in the old one.
+    this.forgetWalked();
     try {
       this.cachedRealRoot = { identity, real: fsSync.realpathSync(this.root), checkedAt: now };
     } catch {
@@ -128,8 +128,6 @@ export class PathResolver {
     const rel = p.slice(this.root === path.sep ? 1 : this.root.length + 1);
     const names = rel.split(path.sep);
     const now = Date.now();
-    // What was trusted was found under another real root (the root's link re-pointed).
-    if (this.walkedUnder !== realRoot) this.forgetWalked(realRoot);
     const [depth, trustedEnd] = this.trustedDepth(rel, names.length, wantStat, now);
     let end = trustedEnd;
     const under = (prefixEnd: number) => (realRoot === path.sep ? path.sep : realRoot + path.sep) + rel.slice(0, prefixEnd);
@@ -184,9 +182,8 @@ export class PathResolver {
   }
 
   /** This backend removed or moved a directory: no directory a walk found is trusted any more. */
-  forgetWalked(realRoot = this.walkedUnder): void {
+  forgetWalked(): void {
     this.walkedDirs.clear();
-    this.walkedUnder = realRoot;
   }
 
   /** In virtual mode, whether an existing host path (a symlink met in a walk) stays inside. */

@@ -127,4 +127,18 @@ describe("PathResolver.resolve: the same answers as the step-by-step walk", () =
     await fs.symlink(a, path.join(b, "escape"));
     await expect(resolver.resolve("/escape/x.txt", { followLeaf: true })).rejects.toThrow("Path '/escape/x.txt' resolves outside root directory");
   });
+
+  it("a directory a walk found in the old root is not trusted in the new one", async () => {
+    const a = await fs.mkdtemp(path.join(work, "trusted-a-"));
+    const b = await fs.mkdtemp(path.join(work, "trusted-b-"));
+    const link = path.join(work, "trusted-root");
+    await fs.mkdir(path.join(a, "d"));
+    await fs.symlink(path.join(work, "outside"), path.join(b, "d"));
+    await fs.symlink(a, link);
+    const resolver = new PathResolver(link, true);
+    expect((await resolver.resolve("/d/x.txt", { followLeaf: true })).hostPath).toBe(path.join(await fs.realpath(a), "d/x.txt"));
+    await fs.rm(link);
+    await fs.symlink(b, link);
+    await expect(resolver.resolve("/d/x.txt", { followLeaf: true })).rejects.toThrow("Path '/d/x.txt' resolves outside root directory");
+  });
 });
