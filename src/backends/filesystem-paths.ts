@@ -130,8 +130,7 @@ export class PathResolver {
     const now = Date.now();
     const [depth, trustedEnd] = this.trustedDepth(rel, names.length, wantStat, now);
     let end = trustedEnd;
-    const under = (prefixEnd: number) => (realRoot === path.sep ? path.sep : realRoot + path.sep) + rel.slice(0, prefixEnd);
-    let current = depth === 0 ? realRoot : under(end);
+    let current = depth === 0 ? realRoot : (realRoot === path.sep ? path.sep : realRoot + path.sep) + rel.slice(0, end);
     if (depth === names.length) return { real: current, missing: false };
     // Still the lexical path: directories found are trusted until a symlink turns the walk.
     let lexical = true;
@@ -181,7 +180,7 @@ export class PathResolver {
     this.walkedDirs.set(rel, now);
   }
 
-  /** This backend removed or moved a directory: no directory a walk found is trusted any more. */
+  /** A directory may have been removed or moved (by this backend, a command, a new root): no directory a walk found is trusted any more. */
   forgetWalked(): void {
     this.walkedDirs.clear();
   }

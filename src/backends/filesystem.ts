@@ -743,9 +743,9 @@ function unlinkUnlessDirectory(hostPath: string): boolean | undefined {
     fsConstants.unlinkSync(hostPath);
     return true;
   } catch (error) {
-    const code = errorCode(error);
-    if (code === "ENOENT" || code === "ENOTDIR") return undefined;
+    if (isMissing(error)) return undefined;
     // EISDIR is Linux's answer for a directory; POSIX also allows EPERM (macOS's).
+    const code = errorCode(error);
     if (code === "EISDIR" || (code === "EPERM" && fsConstants.lstatSync(hostPath, { throwIfNoEntry: false })?.isDirectory())) return false;
     throw error;
   }
