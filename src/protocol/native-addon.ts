@@ -9,20 +9,8 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const BUILT = path.join("native", "build", "Release", "backendfs_native.node");
-
-/**
- * Where setup.sh builds the addon: native/build/Release of the checkout, found from this
- * module upwards (src/protocol, dist/protocol, or a test's bundle under node_modules/.cache).
- */
-export const NATIVE_ADDON_PATH = findUpwards(path.dirname(fileURLToPath(import.meta.url)));
-
-function findUpwards(from: string): string {
-  for (let dir = from, up = 0; up < 6; up++, dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, BUILT))) return path.join(dir, BUILT);
-  }
-  return path.resolve(from, "../..", BUILT);
-}
+/** Where setup.sh builds the addon: native/build/Release, from src/protocol or dist/protocol alike. */
+export const NATIVE_ADDON_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../native/build/Release/backendfs_native.node");
 
 let loaded: { module?: object; why?: string } | undefined;
 
