@@ -16,7 +16,6 @@
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -415,12 +414,12 @@ static void watch_finalize(napi_env env, void *data, void *hint) {
 }
 
 /*
- * watchDevice(fd, callback, spinMicros, inFlight, unref?) -> watch: callback(status) whenever
- * fd is readable. inFlight: an Int32Array whose [0] says how many requests are unanswered (see
- * spin_for_next). unref: the watch alone does not keep the process alive (a change feed).
+ * watchDevice(fd, callback, spinMicros, inFlight) -> watch: callback(status) whenever fd is
+ * readable. inFlight: an Int32Array whose [0] says how many requests are unanswered (see
+ * spin_for_next).
  */
 static napi_value watch_device(napi_env env, napi_callback_info info) {
-  ARGS(5);
+  ARGS(4);
   uv_loop_t *loop;
   CHECK(env, napi_get_uv_event_loop(env, &loop));
   napi_typedarray_type type;
@@ -447,8 +446,6 @@ static napi_value watch_device(napi_env env, napi_callback_info info) {
     watch->poll.data = watch;
     err = uv_poll_start(&watch->poll, UV_READABLE, on_readable);
   }
-  bool unref = false;
-  if (err == 0 && argc >= 5 && napi_get_value_bool(env, argv[4], &unref) == napi_ok && unref) uv_unref((uv_handle_t *)&watch->poll);
   if (err != 0) {
     napi_delete_reference(env, watch->callback);
     napi_delete_reference(env, watch->in_flight_ref);

@@ -27,7 +27,7 @@ interface InotifyAddon {
   inotifyAdd(fd: number, path: string, mask: number): number;
   inotifyRemove(fd: number, wd: number): void;
   read(fd: number, buffer: Buffer): number;
-  watchDevice(fd: number, onReadable: (status: number) => void, spinMicros: number, inFlight: Int32Array, unref: boolean): object;
+  watchDevice(fd: number, onReadable: (status: number) => void, spinMicros: number, inFlight: Int32Array): object;
   stopWatch(watch: object): void;
 }
 
@@ -88,8 +88,7 @@ export class DiskWatch {
     private readonly onChange: DiskChanges,
     private readonly log: (line: string) => void,
   ) {
-    // Unreferenced: a feed alone does not keep the process alive.
-    this.poll = addon.watchDevice(fd, () => this.drain(), 0, new Int32Array(1), true);
+    this.poll = addon.watchDevice(fd, () => this.drain(), 0, new Int32Array(1));
   }
 
   /** Whether changes in `dir` (a real host directory) are reported. */
