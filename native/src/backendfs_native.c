@@ -6,6 +6,8 @@
  *    a reader thread costs two: on a VM that parks idle vCPUs each one is tens of microseconds.
  *  - FUSE passthrough: register an open file with the kernel (FUSE_DEV_IOC_BACKING_OPEN) so
  *    that reads and writes of a file opened through the mount go straight to it.
+ *  - inotify, for a disk route's change feed (src/backends/disk-watch.ts): Node has no
+ *    binding of it (fs.watch gives neither the watch of each directory nor overflows).
  *  - answer a GETATTR without entering JavaScript, from the replies the vfs published
  *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs; the OPEN
  *    of a file the vfs keeps for its next reader (kept_opens.c); and the LOOKUP of a name
@@ -14,11 +16,13 @@
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,7 +84,7 @@ static int32_t int_arg(napi_env env, napi_value value) {
 #define ANSWER_BURST 256
 
 /* Directories whose names are held at most (dir_names.c). */
-#define NAMES_DIRS 64
+#define NAMES_DIRS 256
 
 /* A mirror, its kept opens and directory names, and a reference to the typed array they write into, which must live as long. */
 typedef struct {
@@ -411,12 +415,12 @@ static void watch_finalize(napi_env env, void *data, void *hint) {
 }
 
 /*
- * watchDevice(fd, callback, spinMicros, inFlight) -> watch: callback(status) whenever fd is
- * readable. inFlight: an Int32Array whose [0] says how many requests are unanswered (see
- * spin_for_next).
+ * watchDevice(fd, callback, spinMicros, inFlight, unref?) -> watch: callback(status) whenever
+ * fd is readable. inFlight: an Int32Array whose [0] says how many requests are unanswered (see
+ * spin_for_next). unref: the watch alone does not keep the process alive (a change feed).
  */
 static napi_value watch_device(napi_env env, napi_callback_info info) {
-  ARGS(4);
+  ARGS(5);
   uv_loop_t *loop;
   CHECK(env, napi_get_uv_event_loop(env, &loop));
   napi_typedarray_type type;
@@ -443,6 +447,8 @@ static napi_value watch_device(napi_env env, napi_callback_info info) {
     watch->poll.data = watch;
     err = uv_poll_start(&watch->poll, UV_READABLE, on_readable);
   }
+  bool unref = false;
+  if (err == 0 && argc >= 5 && napi_get_value_bool(env, argv[4], &unref) == napi_ok && unref) uv_unref((uv_handle_t *)&watch->poll);
   if (err != 0) {
     napi_delete_reference(env, watch->callback);
     napi_delete_reference(env, watch->in_flight_ref);
@@ -489,6 +495,40 @@ static napi_value backing_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* inotifyInit() -> a non-blocking inotify descriptor (read with read(), watched with watchDevice). */
+static napi_value inotify_init_js(napi_env env, napi_callback_info info) {
+  (void)info;
+  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) return throw_errno(env, "inotify_init1", errno);
+  napi_value result;
+  CHECK(env, napi_create_int32(env, fd, &result));
+  return result;
+}
+
+/* inotifyAdd(fd, path, mask) -> watch descriptor, or -errno (ENOSPC: no watches left; ENOENT, ENOTDIR: gone). */
+static napi_value inotify_add_js(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  char path[4096];
+  size_t length = 0;
+  int32_t out;
+  if (napi_get_value_string_utf8(env, argv[1], path, sizeof path, &length) != napi_ok || length >= sizeof path - 1) {
+    out = -ENAMETOOLONG;
+  } else {
+    int wd = inotify_add_watch(int_arg(env, argv[0]), path, (uint32_t)int64_arg(env, argv[2]));
+    out = wd < 0 ? -errno : wd;
+  }
+  napi_value result;
+  CHECK(env, napi_create_int32(env, out, &result));
+  return result;
+}
+
+/* inotifyRemove(fd, wd): the watch ends (its IN_IGNORED follows). */
+static napi_value inotify_remove_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  inotify_rm_watch(int_arg(env, argv[0]), int_arg(env, argv[1]));
+  return NULL;
+}
+
 /* Writable and configurable (napi_default_method), as a JavaScript object's methods are: tests can observe the calls. */
 #define METHOD(name, fn) {name, NULL, fn, NULL, NULL, NULL, napi_default_method, NULL}
 
@@ -511,6 +551,9 @@ static napi_value init(napi_env env, napi_value exports) {
       METHOD("namesHolds", names_holds_js),
       METHOD("namesDrop", names_drop_js),
       METHOD("namesClear", names_clear_js),
+      METHOD("inotifyInit", inotify_init_js),
+      METHOD("inotifyAdd", inotify_add_js),
+      METHOD("inotifyRemove", inotify_remove_js),
   };
   CHECK(env, napi_define_properties(env, exports, sizeof methods / sizeof methods[0], methods));
   return exports;

@@ -648,6 +648,12 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
   }
 
   /** Whether the serving backend keeps files at this path (a Hub route does not keep editor scratch files). */
+  /** Whether the serving backend's feed covers the path (a route's root is its backend's "/"). */
+  watches(path: string, names?: boolean): boolean {
+    const { backend, innerPath } = this.table.resolve(path);
+    return canWatch(backend) && backend.watches?.(innerPath, names) === true;
+  }
+
   isScratchPath(path: string): boolean {
     if (this.table.isImplicitDirectory(path)) return false;
     const { backend, innerPath } = this.table.resolve(path);

@@ -31,7 +31,14 @@ const WALKED_DIR_RECHECK_MS = 100;
 /** Directories trusted at once at most; past it the set starts again empty. */
 const WALKED_DIRS_MAX = 4096;
 
+/** Told of every real directory in which a path is about to be looked at (a change feed: disk-watch.ts). */
+export interface DirectoryObserver {
+  cover(dir: string): void;
+}
+
 export class PathResolver {
+  /** Set while the backend has a change feed: it watches each directory before anything in it is read. */
+  observer: DirectoryObserver | undefined;
   private cachedRealRoot: { identity: string; real: string; checkedAt: number } | undefined;
   /**
    * Directories below the root that a walk reached without meeting a symlink and found to
@@ -76,6 +83,9 @@ export class PathResolver {
     if (this.virtualMode && !isHostPathWithin(real, realRoot)) {
       throw new BackendPathError(`Path '${raw}' resolves outside root directory`);
     }
+    // The walk covered the leaf's directory before its lstat; here the caller's lstat comes next.
+    if (anchor !== lexical) this.observer?.cover(real);
+    else if (lexical === this.root) this.observer?.cover(realRoot);
     if (anchor !== lexical) return { hostPath, shownPath: located.shownPath };
     if (missing) return { hostPath, shownPath: located.shownPath, missing };
     return stat ? { hostPath, shownPath: located.shownPath, stat } : { hostPath, shownPath: located.shownPath };
@@ -138,6 +148,7 @@ export class PathResolver {
       const next = current === path.sep ? current + names[i]! : current + path.sep + names[i]!;
       end += (i === 0 ? 0 : 1) + names[i]!.length;
       const isLeaf = i === names.length - 1;
+      if (isLeaf) this.observer?.cover(current);
       const stat = lstatOrMissing(next);
       if (stat === undefined) return { real: path.join(next, ...names.slice(i + 1)), missing: true };
       if (!stat.isSymbolicLink()) {
@@ -183,6 +194,17 @@ export class PathResolver {
   /** A directory may have been removed or moved (by this backend, a command, a new root): no directory a walk found is trusted any more. */
   forgetWalked(): void {
     this.walkedDirs.clear();
+  }
+
+  /**
+   * The virtual path of a real host path below the real root (a change feed's report),
+   * undefined outside it or when the root is not known yet.
+   */
+  shownOfReal(hostPath: string): string | undefined {
+    const realRoot = this.cachedRealRoot?.real;
+    if (!this.virtualMode || realRoot === undefined || !isHostPathWithin(hostPath, realRoot)) return undefined;
+    if (hostPath === realRoot) return "/";
+    return "/" + hostPath.slice(realRoot === path.sep ? 1 : realRoot.length + 1).split(path.sep).join("/");
   }
 
   /** In virtual mode, whether an existing host path (a symlink met in a walk) stays inside. */

@@ -18,6 +18,7 @@
 import fs from "node:fs/promises";
 import fsConstants from "node:fs";
 import path from "node:path";
+import { DiskWatch } from "./disk-watch.js";
 import {
   failure,
   withErrorCode,
@@ -39,6 +40,7 @@ import {
   type BackendProtocolV2,
   type DeleteResult,
   type DirectoryMaker,
+  type Watchable,
   type EditResult,
   type FileDownloadResponse,
   type FileInfo,
@@ -105,7 +107,7 @@ const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
 export class FilesystemBackend
-  implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, PosixNodes, FileSizeLimit, DirectoryStats
+  implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, PosixNodes, FileSizeLimit, DirectoryStats, Watchable
 {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
@@ -123,6 +125,9 @@ export class FilesystemBackend
     written: (hostPath) => this.unsynced.add(hostPath),
     pending: new Set<string>(),
   };
+  /** The change feed while anyone listens (virtual mode, with the native addon), and who listens. */
+  private diskWatch: DiskWatch | undefined;
+  private readonly listeners = new Set<(changed: string[] | "all") => void>();
 
   constructor(options: FilesystemBackendOptions = {}) {
     const { rootDir, virtualMode = false, maxFileSizeMb = 10, ripgrep = true, grepTimeoutSeconds = 30, durableWrites = false } = options;
@@ -134,6 +139,53 @@ export class FilesystemBackend
     this.ripgrepCommand = ripgrep === true ? "rg" : ripgrep === false ? undefined : ripgrep;
     this.grepTimeoutMs = grepTimeoutSeconds * 1000;
     this.durableWrites = durableWrites;
+  }
+
+  /**
+   * Every change on the disk under the root (this backend's own too), as virtual paths:
+   * inotify on each directory the backend has looked into (disk-watch.ts). Virtual mode
+   * only; without the native addon there is no feed (and `watches` says so).
+   */
+  watch(onChange: (changed: string[] | "all") => void): () => void {
+    this.listeners.add(onChange);
+    if (!this.diskWatch && this.virtualMode) {
+      const started = DiskWatch.start((hostPaths) => this.reportChanges(hostPaths), (line) => process.stderr.write(`backendfs: ${line}\n`));
+      if (started instanceof DiskWatch) {
+        this.diskWatch = started;
+        this.paths.observer = started;
+      } else if (this.listeners.size === 1) {
+        process.stderr.write(`backendfs: no disk change feed for ${this.cwd} (${started.why}): its entries are cached for the short timeout\n`);
+      }
+    }
+    return () => {
+      this.listeners.delete(onChange);
+      if (this.listeners.size > 0 || !this.diskWatch) return;
+      this.diskWatch.stop();
+      this.diskWatch = undefined;
+      this.paths.observer = undefined;
+    };
+  }
+
+  /**
+   * Whether a change to the entry at `filePath` made from now on is reported by `watch` (its
+   * directory is watched), and with `names`, one to the names in it too (it is watched itself).
+   */
+  watches(filePath: string, names = false): boolean {
+    const feed = this.diskWatch;
+    if (!feed) return false;
+    let hostPath: string;
+    try {
+      hostPath = this.paths.locate(filePath).hostPath;
+    } catch {
+      return false;
+    }
+    return feed.covers(hostPath) || (!names && feed.covers(path.dirname(hostPath)));
+  }
+
+  private reportChanges(hostPaths: string[] | "all"): void {
+    const changed = hostPaths === "all" ? "all" : hostPaths.flatMap((hostPath) => this.paths.shownOfReal(hostPath) ?? []);
+    if (changed !== "all" && changed.length === 0) return;
+    for (const listener of this.listeners) listener(changed);
   }
 
   async ls(dirPath: string): Promise<LsResult> {
@@ -158,6 +210,7 @@ export class FilesystemBackend
     try {
       const base = await this.paths.resolve(dirPath, { followLeaf: true });
       if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
+      this.paths.observer?.cover(base.hostPath);
       const files: FileStat[] = [];
       for (const name of fsConstants.readdirSync(base.hostPath)) {
         if (this.isPendingTemp(base.hostPath, name)) continue;
@@ -178,6 +231,7 @@ export class FilesystemBackend
   private async statEntries(dirPath: string): Promise<Array<{ shown: string; stat: fsConstants.Stats }>> {
     const base = await this.paths.resolve(dirPath, { followLeaf: true });
     if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return [];
+    this.paths.observer?.cover(base.hostPath);
     // Entries are stat'ed inline (microseconds each; see atomic-write.ts), symlinks checked through the pool.
     const entries = fsConstants.readdirSync(base.hostPath, { withFileTypes: true }).filter((entry) => !this.isPendingTemp(base.hostPath, entry.name));
     const found = await Promise.all(
@@ -580,6 +634,9 @@ export class FilesystemBackend
       const target = await this.paths.resolve(dirPath, { followLeaf: true });
       // Inline, as every metadata call here: a trip through libuv's pool costs more than the mkdir.
       fsConstants.mkdirSync(target.hostPath, { recursive: true });
+      // Watched from now on: the mount holds the new directory as empty (a name made in it
+      // between the two calls, by someone who guessed it, would be missed).
+      this.paths.observer?.cover(target.hostPath);
       this.unsynced.add(target.hostPath);
       return {};
     } catch (error) {

@@ -304,6 +304,9 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   watch(onChange: (changed: string[] | "all") => void): () => void {
     return this.inner.watch!(onChange);
   }
+  watches(path: string, names?: boolean): boolean {
+    return this.inner.watches!(path, names);
+  }
   xattrs(path: string): Promise<XattrsResult> | XattrsResult {
     return this.inner.xattrs!(path);
   }

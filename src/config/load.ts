@@ -21,6 +21,8 @@ export interface CacheSettings {
   /** As written in the config, for the mount's own parser. */
   size: string | number;
   attrTimeout: string | number;
+  /** Where a change feed covers a path (a disk route): see VfsOptions.watchedTimeoutMs. */
+  watchedTimeout?: string | number;
 }
 
 export interface ServedBy {
@@ -180,5 +182,11 @@ export function parseDuration(value: string | number): number {
 function cacheSettings(cache: MountConfigFile["cache"]): CacheSettings {
   const size = cache.size ?? "256MiB";
   const attrTimeout = cache.attrTimeout ?? "1s";
-  return { size, attrTimeout, sizeBytes: parseSize(size), attrTimeoutMs: parseDuration(attrTimeout) };
+  return {
+    size,
+    attrTimeout,
+    sizeBytes: parseSize(size),
+    attrTimeoutMs: parseDuration(attrTimeout),
+    ...(cache.watchedTimeout !== undefined && { watchedTimeout: cache.watchedTimeout }),
+  };
 }

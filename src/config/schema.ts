@@ -87,7 +87,7 @@ export const mountConfigSchema = z.strictObject({
   default: backendSpec.optional(),
   routes: z.record(routeKey, backendSpec).default({}),
   permissions: z.array(permission).default([]),
-  cache: z.strictObject({ size: size.optional(), attrTimeout: duration.optional() }).default({}),
+  cache: z.strictObject({ size: size.optional(), attrTimeout: duration.optional(), watchedTimeout: duration.optional() }).default({}),
 });
 
 export type BackendSpec = z.infer<typeof backendSpec>;

@@ -26,6 +26,7 @@ export function createKernelOps(vfs: Vfs, options: OpsOptions = {}): KernelOps {
     onKept: (listener) => vfs.onKept((path, host, fh, ttlMs) => listener({ path, file: backingOf(vfs, host), fh, ttlMs })),
     adoptKept: (path, fh) => vfs.adoptKept(path, fh),
     heldNames: (dir) => vfs.heldNames(dir),
+    watchedTtlMs: (path, names) => vfs.watchedTtlMs(path, names),
     read: (_path, fh, buffer, length, position) => vfs.read(fh, buffer, length, position),
     write: (_path, fh, buffer, length, position) => vfs.write(fh, buffer, length, position),
     flush: (_path, fh) => vfs.flush(fh),
@@ -82,7 +83,7 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept", "heldNames"]);
+const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept", "heldNames", "watchedTtlMs"]);
 
 /** A disk file the vfs holds, as a transport registers it (keyed by the vfs: its descriptor's key outlives the handles, and the writer). */
 function backingOf(vfs: Vfs, host: HostFile): BackingFile {

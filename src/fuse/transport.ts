@@ -65,6 +65,11 @@ export interface KernelOps {
    * long that stays so; undefined elsewhere. A transport may answer those lookups itself.
    */
   heldNames?(dir: string): HeldNames | undefined;
+  /**
+   * How long (ms) the kernel may keep what it is told of `path` where the backend's change
+   * feed covers it (with `names`: the names in it too, for a directory); undefined elsewhere.
+   */
+  watchedTtlMs?(path: string, names: boolean): number | undefined;
   read(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   write(path: string, fh: number, buffer: Buffer, length: number, position: number): Promise<number>;
   flush(path: string, fh: number): Promise<void>;

@@ -382,6 +382,11 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
     return this.forward("watch", onChange) as () => void;
   }
 
+  /** How long a cache may keep what it read, not access to anything: forwarded unchecked. */
+  watches(path: string, names?: boolean): boolean {
+    return this.forward("watches", path, names) as boolean;
+  }
+
   close(): Promise<void> {
     return Promise.resolve(this.forward("close") as void);
   }

@@ -113,6 +113,12 @@ export interface ChangeTracking {
 /** A push feed of changes; returns an unsubscribe function. */
 export interface Watchable {
   watch(onChange: (changed: string[] | "all") => void): () => void;
+  /**
+   * Whether `watch` reports every change to the entry at `path` made from now on (with
+   * `names`, to the names in it too): a cache of it may then be kept until told. A feed that
+   * reports only some paths (or none, when it could not start) says false for the others.
+   */
+  watches?(path: string, names?: boolean): boolean;
 }
 
 /** Backends with real directories (a disk) can create empty ones. */
@@ -399,6 +405,7 @@ export const OPTIONAL_METHODS = [
   "sync",
   "changesSince",
   "watch",
+  "watches",
   "mkdir",
   "xattrs",
   "readRange",

@@ -59,6 +59,12 @@ export type AccessCheck = (operation: AccessOperation, path: string) => boolean;
 export interface VfsOptions {
   /** Attribute and directory cache TTL (ms); changes made elsewhere show within it. */
   attrTimeoutMs?: number;
+  /**
+   * How long attributes, listings and the kernel's entries are kept where the backend's
+   * change feed covers them (a disk route: every change there is reported at once); a bound
+   * for a change the feed missed. Default 60 s; at or below attrTimeoutMs, feeds only invalidate.
+   */
+  watchedTimeoutMs?: number;
   /** Page cache bound in bytes. */
   cacheSizeBytes?: number;
   /** Bound on every backend call (ms); past it the operation fails with EIO. */

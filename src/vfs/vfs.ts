@@ -148,6 +148,7 @@ const LISTED_ENTRIES = 200_000;
 
 const DEFAULTS = {
   attrTimeoutMs: 1000,
+  watchedTimeoutMs: 60_000,
   cacheSizeBytes: 256 * 1024 * 1024,
   backendTimeoutMs: 10_000,
 };
@@ -204,12 +205,15 @@ export class Vfs {
   private localVersion = 0;
   private readonly mountedAt = Date.now();
   private stopWatching: (() => void) | undefined;
+  /** The feed's reports being compared with the backend (reconcile), in order. */
+  private reconciling: Promise<void> = Promise.resolve();
   private pollTimer: NodeJS.Timeout | undefined;
 
   constructor(backend: AnyBackendProtocol, options: VfsOptions = {}) {
     this.backend = asBackendV2(backend);
     this.options = {
       attrTimeoutMs: options.attrTimeoutMs ?? DEFAULTS.attrTimeoutMs,
+      watchedTimeoutMs: options.watchedTimeoutMs ?? DEFAULTS.watchedTimeoutMs,
       cacheSizeBytes: options.cacheSizeBytes ?? DEFAULTS.cacheSizeBytes,
       backendTimeoutMs: options.backendTimeoutMs ?? DEFAULTS.backendTimeoutMs,
       uid: options.uid ?? process.getuid?.() ?? 0,
@@ -258,9 +262,27 @@ export class Vfs {
       const attr = await this.attr(path);
       return this.toStat(path, attr, attr.isDir && attr.posix?.nlink === 0 ? await this.countedLinks(path) : undefined);
     } catch (err) {
-      if (err instanceof FsError && err.code === "ENOENT") this.lookedUpMissing.set(path, true);
+      if (err instanceof FsError && err.code === "ENOENT") this.lookedUpMissing.set(path, true, this.keptFor(path));
       throw err;
     }
+  }
+
+  /**
+   * How long what is known of `path` (with `names`, of the names in it too) may be kept, here
+   * and by the kernel, where the backend's change feed covers it: until told, within
+   * watchedTimeoutMs (a bound for a change the feed missed). Undefined where it is not
+   * covered: the attribute timeout applies.
+   */
+  watchedTtlMs(path: string, names = false): number | undefined {
+    const backend = this.backend;
+    if (this.stopWatching === undefined || this.options.watchedTimeoutMs <= this.options.attrTimeoutMs || !canWatch(backend)) return undefined;
+    return backend.watches?.(path, names) === true ? this.options.watchedTimeoutMs : undefined;
+  }
+
+  /** The caches' per-entry option for `path`: the long timeout where it is watched, else their default. */
+  private keptFor(path: string, names = false): { ttl: number } | undefined {
+    const ttl = this.watchedTtlMs(path, names);
+    return ttl === undefined ? undefined : { ttl };
   }
 
   /**
@@ -606,7 +628,7 @@ export class Vfs {
     // A directory just made is empty: the names looked up in it before it is first listed
     // (every file of a `cp -r`, `tar x` or `git checkout`, looked up before it is created)
     // are answered without a round trip, while the listing is fresh.
-    if (!unlisted) this.listings.set(path, new Map());
+    if (!unlisted) this.listings.set(path, new Map(), this.keptFor(path, true));
     this.entriesChanged(path);
     this.subdirsChanged(parentOf(path));
   }
@@ -1164,7 +1186,8 @@ export class Vfs {
   private remember(path: string, attr: Attr): Attr {
     // A file with several names changes through any of them: its attributes are asked afresh.
     if (!attr.isDir && attr.posix && attr.posix.nlink > 1) return attr;
-    this.attrs.set(path, attr);
+    // A directory's own times move with the names in it: kept long only where those are watched too.
+    this.attrs.set(path, attr, this.keptFor(path, attr.isDir));
     return attr;
   }
 
@@ -1202,7 +1225,7 @@ export class Vfs {
       listing.set(name, isDir);
       if (!isDir) this.lsInfo.set(join(dir, name), info);
     }
-    this.listings.set(dir, listing);
+    this.listings.set(dir, listing, this.keptFor(dir, true));
     return listing;
   }
 
@@ -1225,7 +1248,7 @@ export class Vfs {
       const child = join(dir, name);
       if (!this.attrs.has(child)) this.remember(child, this.attrOf(child, stat));
     }
-    this.listings.set(dir, listing);
+    this.listings.set(dir, listing, this.keptFor(dir, true));
     return listing;
   }
 
@@ -1841,6 +1864,50 @@ export class Vfs {
     return withTimeout(label, this.options.backendTimeoutMs, run);
   }
 
+  /**
+   * A feed's report, each path compared with the backend now: where what the mount holds is
+   * what the backend has (a change the mount made itself, or one seen already), nothing is
+   * forgotten; the rest goes to `changed`. Reports are taken in order, one batch at a time.
+   */
+  private reconcile(paths: string[], changed: (paths: string[]) => void): Promise<void> {
+    const run = async () => {
+      const stale: string[] = [];
+      for (const raw of new Set(paths)) {
+        const path = checkVirtualPath(raw).path;
+        if (path && !(await this.holdsAsBackend(path))) stale.push(path);
+      }
+      if (stale.length > 0) changed(stale);
+    };
+    return (this.reconciling = this.reconciling.then(run, run));
+  }
+
+  /**
+   * Whether the mount's caches agree with the backend about `path`: the same attributes
+   * (inode, size, times, ctime with every change), or no attributes held and its directory's
+   * listing with it as it is (or without it, where it is gone). A file the mount has open for writing is the mount's until it closes
+   * (its writes are the kernel's; the close refreshes what is held).
+   */
+  private async holdsAsBackend(path: string): Promise<boolean> {
+    const open = this.files.get(path);
+    if (open?.host?.mayHaveChanged) return true;
+    const result = await this.statInBackend(path).catch(() => undefined);
+    if (!result || result.error) return false;
+    const held = this.attrs.peek(path);
+    const stat = result.stat;
+    const listing = path === "/" ? undefined : this.listings.peek(parentOf(path));
+    if (!stat) return held === undefined && listing !== undefined && !listing.has(basenameOf(path)) && !this.isImplicitDir(path);
+    // Listed, with no attributes held (a file with several names is never held): nothing to be stale.
+    if (held === undefined) return listing?.get(basenameOf(path)) === stat.is_dir;
+    const now = stat.posix;
+    const before = held?.posix;
+    if (!now || !before || held.isDir !== stat.is_dir) return false;
+    const same = now.ino === before.ino && now.dev === before.dev && now.kind === before.kind && now.uid === before.uid && now.gid === before.gid && stat.mode === held.mode;
+    // A directory's times and link count move with the names made in it, each reported by
+    // itself; where the mount made names in it, what it shows moved with them (entriesChanged).
+    if (stat.is_dir) return same && (this.entriesChangedAt.has(path) || (now.mtimeMs === before.mtimeMs && now.nlink === before.nlink));
+    return same && now.nlink === before.nlink && now.mtimeMs === before.mtimeMs && now.ctimeMs === before.ctimeMs && stat.size === held.size;
+  }
+
   /** Changes made elsewhere: a watch feed, else polling changesSince at the attribute TTL. */
   private subscribe(): void {
     const onChange = (changed: string[] | "all") => {
@@ -1854,7 +1921,8 @@ export class Vfs {
     const backend = this.backend;
     if (canWatch(backend)) {
       try {
-        this.stopWatching = backend.watch(onChange);
+        // A feed reports the mount's own changes too: only what differs from what it holds is forgotten.
+        this.stopWatching = backend.watch((changed) => (changed === "all" ? onChange("all") : void this.reconcile(changed, onChange)));
       } catch (err) {
         this.options.log?.(`watch failed: ${toFsError(err, "watch").message}`);
       }

@@ -115,6 +115,7 @@ function callOf(name: OptionalMethod, p: string): unknown[] {
     sync: [file],
     changesSince: [null],
     watch: [() => undefined],
+    watches: [file, false],
     mkdir: [`${p}/dir`],
     xattrs: [file],
     openHostFile: [file, { write: false, replace: false }],

@@ -24,6 +24,7 @@ interface MountArgs {
   root?: string;
   "cache-size"?: string;
   "attr-timeout"?: string;
+  "watched-timeout"?: string;
   timeout?: string;
   "allow-other": boolean;
   "non-empty": boolean;
@@ -35,7 +36,7 @@ interface MountArgs {
 interface LoadedConfig {
   backend: object;
   permissions?: FilesystemPermission[];
-  cache?: { size?: string | number; attrTimeout?: string | number };
+  cache?: { size?: string | number; attrTimeout?: string | number; watchedTimeout?: string | number };
   close?: () => unknown;
 }
 
@@ -49,6 +50,10 @@ export const mountCommand: CommandModule<object, MountArgs> = {
       .option("root", { type: "string", describe: "mount this local directory through a FilesystemBackend instead of a config" })
       .option("cache-size", { type: "string", describe: "page cache size, e.g. 256MiB" })
       .option("attr-timeout", { type: "string", describe: "attribute/directory cache TTL, e.g. 1s or 500ms" })
+      .option("watched-timeout", {
+        type: "string",
+        describe: "the TTL where a change feed reports every change (disk routes), e.g. 60s; at most the attr-timeout turns it off",
+      })
       .option("timeout", { type: "string", default: "10s", describe: "time limit of one backend call (then EIO)" })
       .option("allow-other", { type: "boolean", default: false, describe: "let other users access the mount" })
       .option("non-empty", { type: "boolean", default: false, describe: "allow mounting over a non-empty directory" })
@@ -74,6 +79,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
         log,
         vfs: {
           attrTimeoutMs,
+          watchedTimeoutMs: parseDuration(argv["watched-timeout"] ?? config.cache?.watchedTimeout ?? "60s"),
           cacheSizeBytes: parseSize(argv["cache-size"] ?? config.cache?.size ?? "256MiB"),
           backendTimeoutMs: parseDuration(argv.timeout ?? "10s"),
           access: accessCheck(config.permissions),

@@ -30,6 +30,11 @@ export class InodeTable {
     return this.byPath.get(path);
   }
 
+  /** Every path the kernel holds a node for, with its node id. */
+  entries(): IterableIterator<[string, number]> {
+    return this.byPath.entries();
+  }
+
   /** The node for a path, created if new, with one more kernel lookup on it. */
   lookup(path: string): number {
     let id = this.byPath.get(path);

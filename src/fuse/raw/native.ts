@@ -5,10 +5,7 @@
  * compiler at setup, another platform) the raw transport uses its worker-thread reader and
  * no passthrough, and says so in one log line.
  */
-import { existsSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { loadNativeModule } from "../../protocol/native-addon.js";
 
 export interface DeviceWatch {
   readonly __brand: "DeviceWatch";
@@ -60,19 +57,8 @@ export interface NativeAddon {
   namesClear(mirror: MirrorHandle): void;
 }
 
-/** Where setup.sh builds the addon: native/build/Release, from src/fuse/raw or dist/fuse/raw alike. */
-export const NATIVE_ADDON_PATH = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../native/build/Release/backendfs_native.node");
-
-let loaded: { addon?: NativeAddon; why?: string } | undefined;
-
-/** The addon, or undefined with the reason (once per process). `BACKENDFS_NATIVE=0` turns it off. */
+/** The addon as the transport uses it, or undefined with the reason (once per process). */
 export function loadNative(): { addon?: NativeAddon; why?: string } {
-  if (loaded) return loaded;
-  if (process.env.BACKENDFS_NATIVE === "0") return (loaded = { why: "BACKENDFS_NATIVE=0" });
-  if (!existsSync(NATIVE_ADDON_PATH)) return (loaded = { why: `${NATIVE_ADDON_PATH} is not built (scripts/setup.sh builds it with node-gyp, make and g++)` });
-  try {
-    return (loaded = { addon: createRequire(import.meta.url)(NATIVE_ADDON_PATH) as NativeAddon });
-  } catch (err) {
-    return (loaded = { why: `${NATIVE_ADDON_PATH} does not load: ${(err as Error).message.split("\n")[0]}` });
-  }
+  const { module, why } = loadNativeModule();
+  return module ? { addon: module as NativeAddon } : { why };
 }

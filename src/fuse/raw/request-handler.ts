@@ -175,7 +175,10 @@ export class RequestHandler {
     if (path === undefined || this.backed.has(nodeid)) return;
     const epoch = mirror.epoch;
     this.ops.getattr(path).then(
-      (stat) => void mirror.publish(nodeid, encodeAttrOut(nodeid, stat, this.ttlOf(stat)), this.ttlOf(stat), epoch),
+      (stat) => {
+        const ttl = this.ttlOf(path, stat);
+        mirror.publish(nodeid, encodeAttrOut(nodeid, stat, ttl), ttl, epoch);
+      },
       () => undefined,
     );
   }
@@ -183,13 +186,18 @@ export class RequestHandler {
   /**
    * The vfs forgot these paths' attributes (changed elsewhere): so does the mirror, and the
    * kernel forgets the attributes and pages of those it holds, so a change shows now rather
-   * than when its caches time out. "all" (a backend that cannot say what changed) and floods
-   * of more than NOTIFY_AT_MOST paths leave the kernel to its timeouts.
+   * than when its caches time out; where a change feed lets it keep entries long, the entry
+   * too (the name may be gone). "all" (a backend that cannot say what changed) and floods
+   * of more than NOTIFY_AT_MOST paths leave the kernel to its timeouts, unless it may keep
+   * entries long: then it is told of every node it holds.
    */
   private changedElsewhere(paths: string[] | "all"): void {
-    if (paths === "all") {
+    const keptLong = this.ops.watchedTtlMs !== undefined;
+    if (paths === "all" || (paths.length > NOTIFY_AT_MOST && keptLong)) {
       this.dirNames?.clear();
-      return this.mirror?.clear();
+      this.mirror?.clear();
+      if (keptLong && this.notify) for (const [path, nodeid] of this.inodes.entries()) this.notifyChanged(this.notify, path, nodeid, true);
+      return;
     }
     const notify = this.notify && paths.length <= NOTIFY_AT_MOST ? this.notify : undefined;
     for (const path of paths) {
@@ -198,15 +206,22 @@ export class RequestHandler {
       // A name made elsewhere: its directory's names in the addon are out of date (and the
       // path's own, where it is a directory whose names changed: a feed may report only it).
       if (parent !== undefined) this.dirNames?.drop(parent);
-      if (nodeid !== undefined) this.dirNames?.drop(nodeid);
-      if (nodeid === undefined) {
-        // The kernel may hold a negative entry for it (lookup): a name made elsewhere shows now.
-        if (parent !== undefined) notify?.(encodeNotifyInvalEntry(parent, basenameOf(path)));
-        continue;
+      if (nodeid !== undefined) {
+        this.dirNames?.drop(nodeid);
+        this.mirror?.drop(nodeid);
       }
-      this.mirror?.drop(nodeid);
-      notify?.(encodeNotifyInvalInode(nodeid));
+      if (notify) this.notifyChanged(notify, path, nodeid, this.ops.watchedTtlMs?.(path, false) !== undefined);
     }
+  }
+
+  /**
+   * The kernel forgets a node's attributes and pages; its entry (a name it may hold, negative
+   * or not) where it has no node, or where it may keep the entry long (`entryToo`).
+   */
+  private notifyChanged(notify: (message: Buffer[]) => void, path: string, nodeid: number | undefined, entryToo: boolean): void {
+    const parent = path === "/" ? undefined : this.inodes.nodeAt(parentOf(path));
+    if (parent !== undefined && (nodeid === undefined || entryToo)) notify(encodeNotifyInvalEntry(parent, basenameOf(path)));
+    if (nodeid !== undefined) notify(encodeNotifyInvalInode(nodeid));
   }
 
   private run(h: InHeader, body: Buffer): Reply {
@@ -223,7 +238,7 @@ export class RequestHandler {
         // (the epoch of its arrival) or the kernel reads and writes the file itself.
         const epoch = this.mirror?.epoch ?? 0;
         return this.ops.getattr(path).then((s) => {
-          const ttl = this.ttlOf(s);
+          const ttl = this.ttlOf(path, s);
           const out = encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), ttl);
           if (this.mirror && !this.backed.has(h.nodeid)) this.mirror.publish(h.nodeid, out, ttl, epoch);
           return [out];
@@ -251,7 +266,7 @@ export class RequestHandler {
         return Promise.resolve([encodeOpenOut(this.nextDirHandle++, 0)]);
       case Op.READDIR:
       case Op.READDIRPLUS:
-        return this.readdir(path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
+        return this.readdir(h.nodeid, path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
       case Op.RELEASEDIR:
         this.listings.delete(fh());
         return none();
@@ -345,8 +360,9 @@ export class RequestHandler {
     try {
       return await this.entry(path);
     } catch (err) {
-      if (!(err instanceof FsError) || err.code !== "ENOENT" || this.ttl === 0) throw err;
-      const negative = encodeNegativeEntryOut(this.ttl);
+      const ttl = this.ttlOf(path);
+      if (!(err instanceof FsError) || err.code !== "ENOENT" || ttl === 0) throw err;
+      const negative = encodeNegativeEntryOut(ttl);
       if (this.dirNames) this.publishNames(this.dirNames, parent, dir, negative, epoch);
       return [negative];
     }
@@ -370,16 +386,21 @@ export class RequestHandler {
   private async entry(path: string, linkOf?: number): Promise<Buffer[]> {
     const stat = await this.ops.getattr(path);
     const nodeid = linkOf === undefined ? this.inodes.lookup(path) : this.inodes.alias(linkOf, path);
-    return [encodeEntryOut(nodeid, this.saw(nodeid, stat), this.ttlOf(stat))];
+    return [encodeEntryOut(nodeid, this.saw(nodeid, stat), this.ttlOf(path, stat))];
   }
 
   /**
-   * How long the kernel may keep attributes. A file with several names is one inode on the
-   * disk but a node per name here, so a change through one name (a link, an unlink, a
-   * chmod) would not show through the others: their attributes are never cached.
+   * How long (s) the kernel may keep a path's entry and attributes (without `stat`: its
+   * absence): the mount's timeout, or as long as the vfs keeps them where a change feed
+   * covers the path (a directory's own times move with its names: those must be covered too). A file with
+   * several names is one inode on the disk but a node per name here, so a change through one
+   * name (a link, an unlink, a chmod) would not show through the others: never cached.
    */
-  private ttlOf(stat: VfsStat): number {
-    return stat.nlink > 1 && (stat.mode & S_IFMT) !== S_IFDIR ? 0 : this.ttl;
+  private ttlOf(path: string, stat?: VfsStat): number {
+    const isDir = stat !== undefined && (stat.mode & S_IFMT) === S_IFDIR;
+    if (stat && stat.nlink > 1 && !isDir) return 0;
+    const ms = this.ops.watchedTtlMs?.(path, isDir);
+    return ms === undefined ? this.ttl : ms / 1000;
   }
 
   private saw(nodeid: number, stat: VfsStat): VfsStat {
@@ -407,7 +428,7 @@ export class RequestHandler {
       await this.ops.utimens(path, pick(Fattr.ATIME, set.atimeMs, Fattr.ATIME_NOW, current?.atime), pick(Fattr.MTIME, set.mtimeMs, Fattr.MTIME_NOW, current?.mtime));
     }
     const stat = await this.ops.getattr(path);
-    return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttlOf(stat))];
+    return [encodeAttrOut(nodeid, this.saw(nodeid, stat), this.ttlOf(path, stat))];
   }
 
   /** Whether this mount hands files to the kernel (FUSE passthrough), as negotiated at INIT. */
@@ -547,11 +568,15 @@ export class RequestHandler {
     return [];
   }
 
-  private async readdir(path: string, fh: number, offset: number, size: number, plus: boolean): Promise<Buffer[]> {
+  private async readdir(nodeid: number, path: string, fh: number, offset: number, size: number, plus: boolean): Promise<Buffer[]> {
     let listed = this.listings.get(fh);
     if (!listed || offset === 0) {
+      const epoch = this.dirNames?.epoch ?? 0;
       listed = await this.list(path, plus);
       this.listings.set(fh, listed);
+      // The names just listed answer the misses that follow (`git status` looks for .gitignore in each directory).
+      const ttl = this.ttlOf(join(path, "-"));
+      if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
     }
     const out = Buffer.alloc(size);
     let used = 0;
@@ -565,7 +590,7 @@ export class RequestHandler {
         // node); "." and ".." and names that vanished meanwhile go as node 0 (no entry).
         const nodeid = stat ? this.inodes.lookup(entryPath) : 0;
         if (stat) ino = nodeid;
-        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, stat ? this.ttlOf(stat) : this.ttl);
+        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, this.ttlOf(entryPath, stat));
         used += ENTRY_OUT_SIZE;
       }
       used += writeDirent(out, used, ino, i + 1, name, mode);
@@ -666,4 +691,8 @@ function sized(value: Buffer, size: number): Buffer[] {
   if (size === 0) return [encodeXattrSize(value.length)];
   if (value.length > size) throw new FsError("ERANGE", `${value.length} bytes do not fit in ${size}`);
   return [value];
+}
+
+function join(dir: string, name: string): string {
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
 }

@@ -1,0 +1,146 @@
+/**
+ * A disk route's change feed (src/backends/disk-watch.ts): FilesystemBackend.watch reports
+ * changes made beside it as virtual paths, `watches` says what is covered, and a Vfs over it
+ * keeps what it read until told (watchedTimeoutMs) instead of for the attribute timeout, while
+ * the feed's reports of the Vfs's own changes forget nothing.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import fs from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { CompositeBackend, FilesystemBackend, StateBackend, Vfs } from "../../src/index.js";
+import { loadNativeModule } from "../../src/protocol/native-addon.js";
+
+const hasInotify = typeof (loadNativeModule().module as { inotifyInit?: unknown } | undefined)?.inotifyInit === "function";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `check` holds, for at most 2 s. */
+async function eventually(check: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await sleep(10);
+  }
+  throw new Error("not within 2 s");
+}
+
+let work: string;
+const cleanups: Array<() => unknown> = [];
+
+beforeEach(async () => {
+  work = await fs.mkdtemp(path.join(tmpdir(), "backendfs-watch-"));
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await fs.rm(work, { recursive: true, force: true });
+});
+
+/** Counts the backend's lstat calls (what a cache hit spares). */
+function counted(backend: FilesystemBackend): { lstats: () => number } {
+  let lstats = 0;
+  const lstat = backend.lstat.bind(backend);
+  backend.lstat = (p: string) => {
+    lstats++;
+    return lstat(p);
+  };
+  return { lstats: () => lstats };
+}
+
+describe.runIf(hasInotify)("the disk change feed", () => {
+  it("reports changes made beside the backend, as virtual paths, in the directories it looked into", async () => {
+    await fs.mkdir(path.join(work, "d", "sub"), { recursive: true });
+    await fs.writeFile(path.join(work, "d", "a.txt"), "a");
+    const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const reports: string[][] = [];
+    const stop = backend.watch((changed) => reports.push(changed === "all" ? ["all"] : changed));
+    cleanups.push(stop);
+    expect(backend.watches("/d/a.txt")).toBe(false);
+    expect((await backend.lstat("/d/a.txt")).stat?.size).toBe(1);
+    expect(backend.watches("/d/a.txt")).toBe(true);
+    // The names in a directory are covered once it is watched itself (listed, or looked into).
+    expect(backend.watches("/d", true)).toBe(true);
+    expect((await backend.lstat("/d/sub")).stat?.is_dir).toBe(true);
+    expect(backend.watches("/d/sub")).toBe(true);
+    expect(backend.watches("/d/sub", true)).toBe(false);
+    await backend.lsStat("/d/sub");
+    expect(backend.watches("/d/sub", true)).toBe(true);
+
+    await fs.writeFile(path.join(work, "d", "b.txt"), "b");
+    await fs.appendFile(path.join(work, "d", "a.txt"), "more");
+    await eventually(() => reports.flat().includes("/d/b.txt") && reports.flat().includes("/d/a.txt"));
+    await fs.rm(path.join(work, "d", "b.txt"));
+    await eventually(() => reports.flat().filter((p) => p === "/d/b.txt").length >= 2);
+    // A directory it never looked into is not watched: nothing is reported from it.
+    await fs.mkdir(path.join(work, "other"));
+    await fs.writeFile(path.join(work, "other", "x"), "x");
+    await sleep(100);
+    expect(reports.flat()).not.toContain("/other/x");
+    expect(backend.watches("/other/x")).toBe(false);
+
+    stop();
+    expect(backend.watches("/d/a.txt")).toBe(false);
+  });
+
+  it("reports a watched directory moved away as everything (the paths below it changed)", async () => {
+    await fs.mkdir(path.join(work, "d"));
+    await fs.writeFile(path.join(work, "d", "a.txt"), "a");
+    const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const reports: Array<string[] | "all"> = [];
+    cleanups.push(backend.watch((changed) => reports.push(changed)));
+    await backend.lsStat("/d");
+    await fs.rename(path.join(work, "d"), path.join(work, "e"));
+    await eventually(() => reports.includes("all"));
+    expect(backend.watches("/e/a.txt")).toBe(false);
+  });
+
+  it("has no feed in non-virtual mode", async () => {
+    const backend = new FilesystemBackend({ rootDir: work, virtualMode: false });
+    cleanups.push(backend.watch(() => undefined));
+    await fs.writeFile(path.join(work, "a.txt"), "a");
+    await backend.lstat(path.join(work, "a.txt"));
+    expect(backend.watches(path.join(work, "a.txt"))).toBe(false);
+  });
+
+  it("lets a Vfs keep attributes past the attribute timeout, and still shows a change made beside it at once", async () => {
+    await fs.writeFile(path.join(work, "a.txt"), "a");
+    const disk = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const calls = counted(disk);
+    const vfs = new Vfs(new CompositeBackend(new StateBackend(), { "/fs/": disk }), { attrTimeoutMs: 20, watchedTimeoutMs: 60_000 });
+    cleanups.push(() => vfs.close());
+    expect((await vfs.getattr("/fs/a.txt")).size).toBe(1);
+    expect(vfs.watchedTtlMs("/fs/a.txt")).toBe(60_000);
+    // The default route (thread state) has no feed: the attribute timeout.
+    expect(vfs.watchedTtlMs("/notes.md")).toBeUndefined();
+    const before = calls.lstats();
+    await sleep(100);
+    expect((await vfs.getattr("/fs/a.txt")).size).toBe(1);
+    expect(calls.lstats()).toBe(before);
+
+    await fs.writeFile(path.join(work, "a.txt"), "changed");
+    await eventually(async () => (await vfs.getattr("/fs/a.txt")).size === 7);
+    await fs.rm(path.join(work, "a.txt"));
+    await eventually(() => vfs.getattr("/fs/a.txt").then(() => false, (err: { code?: string }) => err.code === "ENOENT"));
+  });
+
+  it("forgets nothing for the Vfs's own changes that the feed reports", async () => {
+    const disk = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const vfs = new Vfs(new CompositeBackend(new StateBackend(), { "/fs/": disk }), { attrTimeoutMs: 20, watchedTimeoutMs: 60_000 });
+    cleanups.push(() => vfs.close());
+    const forgotten: string[] = [];
+    vfs.onInvalidate((paths) => forgotten.push(...(paths === "all" ? ["all"] : paths)));
+    await vfs.mkdir("/fs/d", 0o755);
+    const fh = await vfs.create("/fs/d/new.txt", 0o644);
+    await vfs.write(fh, Buffer.from("hello"), 5, 0);
+    await vfs.flush(fh);
+    await vfs.release(fh);
+    await vfs.rename("/fs/d/new.txt", "/fs/d/moved.txt");
+    await vfs.unlink("/fs/d/moved.txt");
+    // The feed's reports of all of that have come and been compared with the disk by now.
+    await sleep(300);
+    expect(forgotten).toEqual([]);
+    // A change made beside it in the same directory is still forgotten.
+    await fs.writeFile(path.join(work, "d", "outside.txt"), "x");
+    await eventually(() => forgotten.includes("/fs/d/outside.txt"));
+    expect((await vfs.readdir("/fs/d")).map((e) => e.name)).toContain("outside.txt");
+  });
+});
