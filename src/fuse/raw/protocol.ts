@@ -102,16 +102,24 @@ export function encodeNotifyInvalInode(nodeid: number, offset = 0, length = 0): 
   return [encodeOutHeader(0n, NotifyCode.INVAL_INODE, body.length), body];
 }
 
+/** fuse_notify_inval_entry_out.flags (7.38, Linux 6.2): expire the entry, do not unhash it. */
+export const FUSE_EXPIRE_ONLY = 1;
+/** The first minor whose kernel takes FUSE_EXPIRE_ONLY. */
+export const EXPIRE_ONLY_MINOR = 38;
+
 /**
  * FUSE_NOTIFY_INVAL_ENTRY: the kernel forgets its entry for `name` in directory `parent`,
- * a negative one (a name it was told is missing) too.
+ * a negative one (a name it was told is missing) too. Without `expireOnly` the dentry is
+ * unhashed at once, even where it is a process's working directory (getcwd then fails with
+ * ENOENT although the directory is there); with it, the entry only expires, and the
+ * kernel's next lookup keeps it where the name still leads to the same node.
  */
-export function encodeNotifyInvalEntry(parent: number, name: string): Buffer[] {
+export function encodeNotifyInvalEntry(parent: number, name: string, expireOnly = false): Buffer[] {
   const nameBytes = Buffer.from(name, "utf8");
   const body = Buffer.alloc(16 + nameBytes.length + 1);
   body.writeBigUInt64LE(BigInt(parent), 0);
   body.writeUInt32LE(nameBytes.length, 8);
-  body.writeUInt32LE(0, 12); // flags
+  body.writeUInt32LE(expireOnly ? FUSE_EXPIRE_ONLY : 0, 12);
   nameBytes.copy(body, 16);
   return [encodeOutHeader(0n, NotifyCode.INVAL_ENTRY, body.length), body];
 }

@@ -12,7 +12,7 @@ import type { KeptOpens } from "./kept-opens.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
-  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNegativeEntryOut, encodeNotifyInvalEntry, encodeNotifyInvalInode, encodeOpenOut,
+  decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNegativeEntryOut, encodeNotifyInvalEntry, encodeNotifyInvalInode, EXPIRE_ONLY_MINOR, encodeOpenOut,
   encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
   RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
@@ -77,6 +77,12 @@ export class RequestHandler {
   private readonly ttl: number;
   /** Negotiated at INIT: the kernel takes host files (see Backings). */
   private passthrough = false;
+  /**
+   * Known at INIT: the kernel can be told to expire an entry without unhashing it
+   * (FUSE_EXPIRE_ONLY), which long entry timeouts need: a change feed's report must never
+   * turn a live directory into a deleted one under the processes working in it.
+   */
+  private expireOnly = false;
   /** Per node in passthrough: its backing id and its open handles. */
   private readonly backed = new Map<number, { id: number; handles: number }>();
   /**
@@ -192,7 +198,7 @@ export class RequestHandler {
    * entries long: then it is told of every node it holds.
    */
   private changedElsewhere(paths: string[] | "all"): void {
-    const keptLong = this.ops.watchedTtlMs !== undefined;
+    const keptLong = this.ops.watchedTtlMs !== undefined && this.expireOnly;
     if (paths === "all" || (paths.length > NOTIFY_AT_MOST && keptLong)) {
       this.dirNames?.clear();
       this.mirror?.clear();
@@ -210,17 +216,18 @@ export class RequestHandler {
         this.dirNames?.drop(nodeid);
         this.mirror?.drop(nodeid);
       }
-      if (notify) this.notifyChanged(notify, path, nodeid, this.ops.watchedTtlMs?.(path, false) !== undefined);
+      if (notify) this.notifyChanged(notify, path, nodeid, this.keptLongMs(path, false) !== undefined);
     }
   }
 
   /**
-   * The kernel forgets a node's attributes and pages; its entry (a name it may hold, negative
-   * or not) where it has no node, or where it may keep the entry long (`entryToo`).
+   * The kernel forgets a node's attributes and pages; its entry where it has no node (a name
+   * it may hold as missing), or where it may keep the entry long (`entryToo`): then the entry
+   * only expires, and the kernel's next lookup of the name keeps it if it still leads here.
    */
   private notifyChanged(notify: (message: Buffer[]) => void, path: string, nodeid: number | undefined, entryToo: boolean): void {
     const parent = path === "/" ? undefined : this.inodes.nodeAt(parentOf(path));
-    if (parent !== undefined && (nodeid === undefined || entryToo)) notify(encodeNotifyInvalEntry(parent, basenameOf(path)));
+    if (parent !== undefined && (nodeid === undefined || entryToo)) notify(encodeNotifyInvalEntry(parent, basenameOf(path), nodeid !== undefined));
     if (nodeid !== undefined) notify(encodeNotifyInvalInode(nodeid));
   }
 
@@ -331,6 +338,7 @@ export class RequestHandler {
     const kernel = decodeInitIn(body);
     if (kernel.major !== 7) return Promise.reject(new FsError("EIO", `FUSE protocol ${kernel.major}.${kernel.minor} is not 7.x`));
     this.markInitialized();
+    this.expireOnly = kernel.minor >= EXPIRE_ONLY_MINOR;
     this.passthrough = this.backings !== undefined && (kernel.flags2 & InitFlag2.PASSTHROUGH) !== 0 && this.ops.backingFile !== undefined;
     const init = encodeInitOut({
       minor: Math.min(kernel.minor, FUSE_KERNEL_MINOR_VERSION),
@@ -399,8 +407,16 @@ export class RequestHandler {
   private ttlOf(path: string, stat?: VfsStat): number {
     const isDir = stat !== undefined && (stat.mode & S_IFMT) === S_IFDIR;
     if (stat && stat.nlink > 1 && !isDir) return 0;
-    const ms = this.ops.watchedTtlMs?.(path, isDir);
+    const ms = this.keptLongMs(path, isDir);
     return ms === undefined ? this.ttl : ms / 1000;
+  }
+
+  /**
+   * Where a change feed covers `path`, how long (ms) the kernel may keep it: only where the
+   * kernel can be told of a change (a notify channel) and told gently (FUSE_EXPIRE_ONLY).
+   */
+  private keptLongMs(path: string, names: boolean): number | undefined {
+    return this.notify && this.expireOnly ? this.ops.watchedTtlMs?.(path, names) : undefined;
   }
 
   private saw(nodeid: number, stat: VfsStat): VfsStat {
