@@ -105,6 +105,18 @@ function statOrNull(hostPath: string): fs.Stats | null {
  */
 let processTag = randomBytes(4).toString("hex");
 let tempCounter = 0;
+/** Every tag this process has drawn (a collision draws another): its temporary names. */
+const ownTags = new Set([processTag]);
+
+/**
+ * Whether `name` is a temporary file of this process: never an entry anyone sees (pending,
+ * then renamed over its target or removed), so a change feed need not report it.
+ */
+export function isOwnTempName(name: string): boolean {
+  if (!name.startsWith(TEMP_FILE_PREFIX)) return false;
+  const tag = name.slice(TEMP_FILE_PREFIX.length, TEMP_FILE_PREFIX.length + 8);
+  return ownTags.has(tag);
+}
 
 /** A new temporary file in `dir` (created, with its parents, when missing). */
 export function openTempFile(dir: string, flags: "wx" | "wx+" = "wx"): { temp: string; fd: number } {
@@ -117,6 +129,7 @@ export function openTempFile(dir: string, flags: "wx" | "wx+" = "wx"): { temp: s
       const taken = (error as NodeJS.ErrnoException).code === "EEXIST" && (error as NodeJS.ErrnoException).path === temp;
       if (!taken || attempt >= 8) throw error;
       processTag = randomBytes(4).toString("hex");
+      ownTags.add(processTag);
     }
   }
 }

@@ -73,7 +73,7 @@ import {
   type Syncable,
   type WriteResult,
 } from "../protocol/index.js";
-import { INLINE_WRITE_MAX_BYTES, TEMP_FILE_PREFIX, writeFileAtomic } from "./atomic-write.js";
+import { INLINE_WRITE_MAX_BYTES, isOwnTempName, TEMP_FILE_PREFIX, writeFileAtomic } from "./atomic-write.js";
 import { applyMetadata } from "./disk-metadata.js";
 import { DiskHostFile, type HostFileContext } from "./host-file.js";
 import { BackendPathError, describeFsError, errorCode, fsErrorCode, fsFailure, isMissing, toFileOperationError } from "./fs-errors.js";
@@ -183,7 +183,9 @@ export class FilesystemBackend
   }
 
   private reportChanges(hostPaths: string[] | "all"): void {
-    const changed = hostPaths === "all" ? "all" : hostPaths.flatMap((hostPath) => this.paths.shownOfReal(hostPath) ?? []);
+    // This process's temporary files (a save in progress) are no one's entries: not news.
+    const changed =
+      hostPaths === "all" ? "all" : hostPaths.flatMap((hostPath) => (isOwnTempName(path.basename(hostPath)) ? [] : (this.paths.shownOfReal(hostPath) ?? [])));
     if (changed !== "all" && changed.length === 0) return;
     for (const listener of this.listeners) listener(changed);
   }
