@@ -212,12 +212,18 @@ export class FilesystemBackend
     try {
       const base = await this.paths.resolve(dirPath, { followLeaf: true });
       if (!(base.stat ?? fsConstants.statSync(base.hostPath)).isDirectory()) return { files: [] };
-      this.paths.observer?.cover(base.hostPath);
+      const observer = this.paths.observer;
+      observer?.cover(base.hostPath);
       const files: FileStat[] = [];
       for (const name of fsConstants.readdirSync(base.hostPath)) {
         if (this.isPendingTemp(base.hostPath, name)) continue;
-        const stat = fsConstants.lstatSync(path.join(base.hostPath, name), { throwIfNoEntry: false });
-        if (stat) files.push(hostFileStat(PathResolver.childShownPath(base, name, this.virtualMode), stat));
+        const child = path.join(base.hostPath, name);
+        const stat = fsConstants.lstatSync(child, { throwIfNoEntry: false });
+        if (!stat) continue;
+        // A subdirectory is watched from the moment it is seen, so that a mount's first opendir
+        // of it is already covered (the kernel may then keep its listing: `grep -r` twice lists once).
+        if (observer && stat.isDirectory()) observer.cover(child);
+        files.push(hostFileStat(PathResolver.childShownPath(base, name, this.virtualMode), stat));
       }
       return { files };
     } catch (error) {
@@ -581,7 +587,10 @@ export class FilesystemBackend
       // Resolving found nothing there: no second look (every create starts with this stat).
       if (target.missing) return {};
       const stat = target.stat ?? (followLeaf ? fsConstants.statSync(target.hostPath) : fsConstants.lstatSync(target.hostPath, { throwIfNoEntry: false }));
-      return stat ? { stat: hostFileStat(target.shownPath, stat) } : {};
+      if (!stat) return {};
+      // A directory looked up is watched before anything in it is read (see lsStat).
+      if (stat.isDirectory()) this.paths.observer?.cover(target.hostPath);
+      return { stat: hostFileStat(target.shownPath, stat) };
     } catch (error) {
       if (isMissing(error)) return {};
       return fsFailure(error, `Error reading '${filePath}': ${describeFsError(error)}`);

@@ -5,7 +5,7 @@
  * there: a directory changed beside the mount stays the working directory of the processes
  * in it (FUSE_EXPIRE_ONLY, not an unhashed dentry that getcwd reports as deleted).
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import fs from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -82,6 +82,21 @@ describe.runIf(isRoot && hasInotify)("a disk route's change feed at the kernel",
     expect(await eventually(async () => (await ok("cat late.txt 2>/dev/null || true", ws)) === "late\n")).toBe(true);
     expect(await eventually(async () => (await sh("test -e gone", ws)).code === 1)).toBe(true);
     expect(await ok("ls", ws)).toBe("f.txt\nlate.txt\n");
+  });
+
+  it("a listing is the kernel's while nothing changes; names made or removed beside the mount or through it show in the next one", async () => {
+    const ws = await mountDisk();
+    await ok("mkdir d && touch d/a.txt d/b.txt && ls d", ws);
+    const listed = vi.spyOn(m!.vfs, "readdir");
+    const listings = () => listed.mock.calls.filter(([p]) => p === "/ws/d").length;
+    expect(await ok("ls d && ls -l d | wc -l", ws)).toBe("a.txt\nb.txt\n3\n");
+    expect(listings()).toBe(0);
+    // A new name (no entry of the kernel's to expire: only the directory's notification tells it), then a removed one.
+    await fs.writeFile(path.join(disk, "d", "beside.txt"), "x");
+    expect(await eventually(async () => (await ok("ls d", ws)) === "a.txt\nb.txt\nbeside.txt\n")).toBe(true);
+    await fs.rm(path.join(disk, "d", "a.txt"));
+    expect(await eventually(async () => (await ok("ls d", ws)) === "b.txt\nbeside.txt\n")).toBe(true);
+    expect(await ok("touch d/c.txt && ls d && rm d/b.txt && ls d", ws)).toBe("b.txt\nbeside.txt\nc.txt\nbeside.txt\nc.txt\n");
   });
 
   it("a directory replaced beside the mount by another of the same name: a new look finds the new one", async () => {

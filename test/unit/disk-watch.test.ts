@@ -59,11 +59,15 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     expect(backend.watches("/d/a.txt")).toBe(true);
     // The names in a directory are covered once it is watched itself (listed, or looked into).
     expect(backend.watches("/d", true)).toBe(true);
+    // A directory is watched itself from the moment it is seen: looked up, or listed in its parent.
+    await fs.mkdir(path.join(work, "d", "seen", "below"), { recursive: true });
+    expect(backend.watches("/d/sub", true)).toBe(false);
     expect((await backend.lstat("/d/sub")).stat?.is_dir).toBe(true);
     expect(backend.watches("/d/sub")).toBe(true);
-    expect(backend.watches("/d/sub", true)).toBe(false);
-    await backend.lsStat("/d/sub");
     expect(backend.watches("/d/sub", true)).toBe(true);
+    expect(backend.watches("/d/seen/below", true)).toBe(false);
+    await backend.lsStat("/d/seen");
+    expect(backend.watches("/d/seen/below", true)).toBe(true);
 
     await fs.writeFile(path.join(work, "d", "b.txt"), "b");
     await fs.appendFile(path.join(work, "d", "a.txt"), "more");

@@ -39,7 +39,7 @@ export const InitFlag2 = {
 /** The deepest stack a backing file may already be part of (the kernel's FILESYSTEM_MAX_STACK_DEPTH). */
 export const MAX_STACK_DEPTH = 2;
 
-export const OpenFlag = { KEEP_CACHE: 1 << 1, NOFLUSH: 1 << 5, PASSTHROUGH: 1 << 7 } as const;
+export const OpenFlag = { KEEP_CACHE: 1 << 1, CACHE_DIR: 1 << 3, NOFLUSH: 1 << 5, PASSTHROUGH: 1 << 7 } as const;
 
 export const Fattr = {
   MODE: 1 << 0, UID: 1 << 1, GID: 1 << 2, SIZE: 1 << 3, ATIME: 1 << 4, MTIME: 1 << 5,

@@ -270,7 +270,7 @@ export class RequestHandler {
       case Op.RELEASE:
         return this.release(h.nodeid, path, fh());
       case Op.OPENDIR:
-        return Promise.resolve([encodeOpenOut(this.nextDirHandle++, 0)]);
+        return Promise.resolve([encodeOpenOut(this.nextDirHandle++, this.dirCacheFlags(path))]);
       case Op.READDIR:
       case Op.READDIRPLUS:
         return this.readdir(h.nodeid, path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
@@ -411,6 +411,18 @@ export class RequestHandler {
     return ms === undefined ? this.ttl : ms / 1000;
   }
 
+  /**
+   * Where a change feed covers a directory's names, the kernel keeps its listing across
+   * opens (FOPEN_CACHE_DIR, FOPEN_KEEP_CACHE): a warm `ls -lR`, `grep -r` or `git status`
+   * lists nothing again. The kernel drops that copy itself when the mount changes the
+   * directory, and when told of a change in it (the feed reports a changed name with its
+   * directory: FUSE_NOTIFY_INVAL_INODE drops the directory's pages, and its mtime, asked
+   * afresh at the next opendir, differs). Elsewhere listings are asked each time: the
+   * kernel would keep them with no timeout.
+   */
+  private dirCacheFlags(path: string): number {
+    return this.keptLongMs(path, true) === undefined ? 0 : OpenFlag.CACHE_DIR | OpenFlag.KEEP_CACHE;
+  }
   /**
    * Where a change feed covers `path`, how long (ms) the kernel may keep it: only where the
    * kernel can be told of a change (a notify channel) and told gently (FUSE_EXPIRE_ONLY).
