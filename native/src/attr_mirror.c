@@ -131,9 +131,12 @@ static change changes_of(uint32_t opcode, uint32_t open_flags) {
     case OP_OPEN:
       /* A read-only open changes nothing; a writable one may truncate or hand the file to the kernel. */
       return (open_flags & (O_ACCMODE_BITS | O_TRUNC_BIT)) == 0 ? CHANGES_NOTHING : CHANGES_NODE;
+    case OP_RELEASE:
+      /* A reader's close changes nothing (`grep -r` twice: the second stat of each file is answered here); a writer's saves. */
+      return (open_flags & O_ACCMODE_BITS) == 0 ? CHANGES_NOTHING : CHANGES_NODE;
     /* READ and READDIR move the access time the kernel then asks for. */
     case OP_READ: case OP_READDIR: case OP_READDIRPLUS:
-    case OP_SETATTR: case OP_WRITE: case OP_FLUSH: case OP_FSYNC: case OP_RELEASE:
+    case OP_SETATTR: case OP_WRITE: case OP_FLUSH: case OP_FSYNC:
     case OP_SETXATTR: case OP_REMOVEXATTR: case OP_FALLOCATE: case OP_SETLK: case OP_SETLKW:
     /* A new entry changes its directory; the new node itself was never held. */
     case OP_CREATE: case OP_MKNOD: case OP_MKDIR: case OP_SYMLINK: case OP_TMPFILE:
@@ -164,7 +167,8 @@ void mirror_arrived(attr_mirror *mirror, const uint8_t *request, size_t length) 
     for (uint32_t i = 0; i < count && 8 + (size_t)(i + 1) * 16 <= body_length; i++) forget_node(mirror, u64_at(body + 8 + (size_t)i * 16));
     return;
   }
-  uint32_t open_flags = opcode == OP_OPEN && body_length >= 4 ? u32_at(body) : 0;
+  /* The open flags: fuse_open_in's first field, fuse_release_in's second. */
+  uint32_t open_flags = opcode == OP_OPEN && body_length >= 4 ? u32_at(body) : opcode == OP_RELEASE && body_length >= 12 ? u32_at(body + 8) : 0;
   apply(mirror, changes_of(opcode, open_flags), nodeid);
 }
 

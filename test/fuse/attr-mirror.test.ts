@@ -86,6 +86,7 @@ mnt, disk = ${JSON.stringify(dir)}, ${JSON.stringify(root)}
 os.makedirs("sub", exist_ok=True)
 names = ["a", "b", "c", "sub/d", "sub/e"]
 held = {}
+readers = []
 stamped = {}
 def written(n):
     # Every name of the file (hard links) has a new mtime now.
@@ -121,7 +122,7 @@ def same(step, op):
             raise SystemExit("step %d (%s): the open %s says %d bytes, %d were written" % (step, op, n, os.fstat(fd).st_size, size))
 for step in range(400):
     n, other = random.choice(names), random.choice(names)
-    op = random.choice(["write", "append", "truncate", "chmod", "utime", "rename", "link", "unlink", "hold", "release", "stat"])
+    op = random.choice(["write", "append", "truncate", "chmod", "utime", "rename", "link", "unlink", "hold", "release", "stat", "read", "readhold", "readdrop", "list"])
     try:
         if op in ("write", "append") and n in held: pass
         elif op == "write":
@@ -167,15 +168,46 @@ for step in range(400):
             held[n] = (fd, size + len(more))
         elif op == "release" and n in held:
             os.close(held.pop(n)[0])
+        # Readers: the kernel reads the file itself (passthrough), and their stats may be answered in the addon.
+        elif op == "read":
+            with open(n, "rb") as f: f.read()
+        elif op == "readhold":
+            fd = os.open(n, os.O_RDONLY)
+            os.read(fd, 1 << 20)
+            readers.append(fd)
+        elif op == "readdrop" and readers:
+            os.close(readers.pop(random.randrange(len(readers))))
+        # A listing (READDIRPLUS) hands the kernel every entry's attributes, and the addon too.
+        elif op == "list":
+            for d in (".", "sub"):
+                for e in os.listdir(d): os.lstat(os.path.join(d, e))
     except OSError as e:
         if e.errno not in (errno.ENOENT, errno.EEXIST, errno.EPERM, errno.EISDIR): raise
     same(step, op + " " + n)
 for fd, _ in held.values(): os.close(fd)
 held.clear()
+for fd in readers: os.close(fd)
 same(400, "end")
 print("ok")
 `;
     expect((await ok(`SEED=${seed} ${py(script)}`, dir, 120_000)).trim()).toBe("ok");
+  });
+
+  it("answers a second `grep -r` without the vfs: the kernel keeps the listings, the addon answers every file's stat", async () => {
+    // A tree already on the disk (a checkout): nothing of it was published by the mount's own writes.
+    await ok(py(`import os\nfor d in range(10):\n    os.makedirs("t/d%d" % d)\n    for i in range(20):\n        open("t/d%d/f%d" % (d, i), "w").write("needle %d\\n" % i)`), root);
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    expect(await ok("grep -r -c needle t | wc -l", dir)).toBe("200\n");
+    const getattr = vi.spyOn(m.vfs, "getattr");
+    const readdir = vi.spyOn(m.vfs, "readdir");
+    expect(await ok("grep -r -c needle t | awk -F: '{s+=$2} END {print NR, s}'", dir)).toBe("200 200\n");
+    // The disk route's change feed covers every directory: the kernel lists them from its own copy.
+    expect(readdir).not.toHaveBeenCalled();
+    // A read moves the access time, so the kernel asks for each file again: the first grep's
+    // listing published their attributes, and a reader's close dropped none. Only the 11
+    // directories (their own listing was read) reach the vfs.
+    expect(getattr.mock.calls.length).toBeLessThanOrEqual(11);
   });
 
   it("forgets what the vfs forgets: a change made on the disk shows as soon as the vfs hears of it", async () => {

@@ -20,6 +20,7 @@ import {
 type Reply = Promise<Buffer[]>;
 
 const O_ACCMODE = 3;
+const O_RDONLY = 0;
 const S_IFDIR = 0o040000;
 const S_IFMT = 0o170000;
 /** libfuse's ino for a listed entry the kernel has not looked up. */
@@ -68,8 +69,11 @@ export class RequestHandler {
   readonly requestTimeoutMs: number;
   private markInitialized: () => void = () => undefined;
   private readonly inodes = new InodeTable();
-  /** Listings of open directories, read once at offset 0 (a stable snapshot for the cookies). */
-  private readonly listings = new Map<number, Listed[]>();
+  /**
+   * Listings of open directories, read once at offset 0 (a stable snapshot for the cookies),
+   * with the mirror's epoch from before they were read (their attributes are published with it).
+   */
+  private readonly listings = new Map<number, { entries: Listed[]; mirrorEpoch: number }>();
   /** The size and mtime the kernel last saw per node: an open keeps the page cache if unchanged. */
   private readonly seen = new Map<number, string>();
   private nextDirHandle = 1;
@@ -83,8 +87,12 @@ export class RequestHandler {
    * turn a live directory into a deleted one under the processes working in it.
    */
   private expireOnly = false;
-  /** Per node in passthrough: its backing id and its open handles. */
-  private readonly backed = new Map<number, { id: number; handles: number }>();
+  /**
+   * Per node in passthrough: its backing id, its open handles, and how many of them write:
+   * while one does, the kernel changes the file's size and times itself, so no GETATTR reply
+   * of it is mirrored (a reader only moves the access time, which reads never show).
+   */
+  private readonly backed = new Map<number, { id: number; handles: number; writers: number }>();
   /**
    * Per disk file the vfs holds (BackingFile.key): its backing id, registered once and closed
    * when the vfs closes the file, so a file kept for its next reader is reopened without an
@@ -148,7 +156,8 @@ export class RequestHandler {
    * next create or unlink in it).
    */
   private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply): Reply {
-    const openFlags = h.opcode === Op.OPEN ? body.readUInt32LE(0) : 0;
+    // The open flags: fuse_open_in's first field, fuse_release_in's second (a reader's close changes nothing).
+    const openFlags = h.opcode === Op.OPEN ? body.readUInt32LE(0) : h.opcode === Op.RELEASE ? body.readUInt32LE(8) : 0;
     const settled = () => mirror.settled(h.opcode, h.nodeid, openFlags);
     return reply.then(
       (payload) => {
@@ -178,7 +187,7 @@ export class RequestHandler {
   /** Fresh attributes of a node into the mirror (not to the kernel: `seen` stays as the kernel saw). */
   private republish(mirror: AttrMirror, nodeid: number): void {
     const path = this.inodes.path(nodeid);
-    if (path === undefined || this.backed.has(nodeid)) return;
+    if (path === undefined || this.kernelWrites(nodeid)) return;
     const epoch = mirror.epoch;
     this.ops.getattr(path).then(
       (stat) => {
@@ -247,7 +256,7 @@ export class RequestHandler {
         return this.ops.getattr(path).then((s) => {
           const ttl = this.ttlOf(path, s);
           const out = encodeAttrOut(h.nodeid, this.saw(h.nodeid, s), ttl);
-          if (this.mirror && !this.backed.has(h.nodeid)) this.mirror.publish(h.nodeid, out, ttl, epoch);
+          if (this.mirror && !this.kernelWrites(h.nodeid)) this.mirror.publish(h.nodeid, out, ttl, epoch);
           return [out];
         });
       }
@@ -268,7 +277,7 @@ export class RequestHandler {
       case Op.FSYNC:
         return this.ops.fsync(path, fh(), (body.readUInt32LE(8) & 1) !== 0).then(none);
       case Op.RELEASE:
-        return this.release(h.nodeid, path, fh());
+        return this.release(h.nodeid, path, fh(), (body.readUInt32LE(8) & O_ACCMODE) !== O_RDONLY);
       case Op.OPENDIR:
         return Promise.resolve([encodeOpenOut(this.nextDirHandle++, this.dirCacheFlags(path))]);
       case Op.READDIR:
@@ -423,6 +432,7 @@ export class RequestHandler {
   private dirCacheFlags(path: string): number {
     return this.keptLongMs(path, true) === undefined ? 0 : OpenFlag.CACHE_DIR | OpenFlag.KEEP_CACHE;
   }
+
   /**
    * Where a change feed covers `path`, how long (ms) the kernel may keep it: only where the
    * kernel can be told of a change (a notify channel) and told gently (FUSE_EXPIRE_ONLY).
@@ -468,7 +478,7 @@ export class RequestHandler {
     const fh = await this.ops.open(path, flags, this.passthrough);
     this.inodes.opened(nodeid);
     const noFlush = this.noFlushFlag(fh);
-    const backingId = this.backingFor(nodeid, fh);
+    const backingId = this.backingFor(nodeid, fh, (flags & O_ACCMODE) !== O_RDONLY);
     if (backingId !== undefined) return [encodeOpenOut(fh, OpenFlag.PASSTHROUGH | noFlush, backingId)];
     // libfuse's auto_cache: the kernel's pages stay valid while size and mtime are unchanged.
     const before = this.seen.get(nodeid);
@@ -488,7 +498,7 @@ export class RequestHandler {
     const [entry] = await this.entry(path);
     const nodeid = this.inodes.nodeAt(path)!;
     this.inodes.opened(nodeid);
-    const backingId = this.backingFor(nodeid, fh);
+    const backingId = this.backingFor(nodeid, fh, true);
     const noFlush = this.noFlushFlag(fh);
     return [entry!, backingId === undefined ? encodeOpenOut(fh, noFlush) : encodeOpenOut(fh, OpenFlag.PASSTHROUGH | noFlush, backingId)];
   }
@@ -498,18 +508,24 @@ export class RequestHandler {
    * undefined (the vfs gave none; or registering failed: then passthrough is off for this
    * mount, said once, and the vfs serves that file's reads and writes itself).
    */
-  private backingFor(nodeid: number, fh: number): number | undefined {
+  private backingFor(nodeid: number, fh: number, writes: boolean): number | undefined {
     if (!this.passthrough) return undefined;
     const file = this.ops.backingFile!(fh);
     if (file === undefined) return undefined;
     const known = this.backed.get(nodeid);
     if (known) {
       known.handles++;
+      if (writes) known.writers++;
       return known.id;
     }
     const id = this.backingIdOf(file);
-    if (id !== undefined) this.backed.set(nodeid, { id, handles: 1 });
+    if (id !== undefined) this.backed.set(nodeid, { id, handles: 1, writers: writes ? 1 : 0 });
     return id;
+  }
+
+  /** Whether the kernel writes this node's file itself now (a writable passthrough handle is open). */
+  private kernelWrites(nodeid: number): boolean {
+    return (this.backed.get(nodeid)?.writers ?? 0) > 0;
   }
 
   /** A disk file's backing id: registered at its first use, closed when the vfs closes the file; undefined when the kernel refuses it. */
@@ -565,13 +581,17 @@ export class RequestHandler {
       return;
     }
     this.inodes.opened(nodeid);
-    this.backed.set(nodeid, { id, handles: (this.backed.get(nodeid)?.handles ?? 0) + 1 });
+    const known = this.backed.get(nodeid);
+    if (known) known.handles++;
+    else this.backed.set(nodeid, { id, handles: 1, writers: 0 });
   }
 
   /** A handle of a passthrough node released; its backing lives as long as the vfs holds the file (backingIds). */
-  private releaseBacking(nodeid: number): void {
+  private releaseBacking(nodeid: number, writes: boolean): void {
     const known = this.backed.get(nodeid);
-    if (known && --known.handles === 0) this.backed.delete(nodeid);
+    if (!known) return;
+    if (writes) known.writers--;
+    if (--known.handles === 0) this.backed.delete(nodeid);
   }
 
   private async read(path: string, fh: number, offset: number, size: number): Promise<Buffer[]> {
@@ -580,7 +600,7 @@ export class RequestHandler {
     return [data.subarray(0, n)];
   }
 
-  private async release(nodeid: number, path: string, fh: number): Promise<Buffer[]> {
+  private async release(nodeid: number, path: string, fh: number, writes: boolean): Promise<Buffer[]> {
     const backed = this.backed.has(nodeid) && this.ops.backingFile?.(fh) !== undefined;
     // Closed at once, before the vfs is done: the kernel sends RELEASE in the background, so
     // an unlink of the name often comes in the same burst of requests, and must not find
@@ -590,22 +610,24 @@ export class RequestHandler {
     try {
       await this.ops.release(path, fh);
     } finally {
-      if (backed) this.releaseBacking(nodeid);
+      if (backed) this.releaseBacking(nodeid, writes);
       if (hiddenPath !== undefined) await this.ops.unlink(hiddenPath).catch(() => undefined);
     }
     return [];
   }
 
   private async readdir(nodeid: number, path: string, fh: number, offset: number, size: number, plus: boolean): Promise<Buffer[]> {
-    let listed = this.listings.get(fh);
-    if (!listed || offset === 0) {
+    let snapshot = this.listings.get(fh);
+    if (!snapshot || offset === 0) {
       const epoch = this.dirNames?.epoch ?? 0;
-      listed = await this.list(path, plus);
-      this.listings.set(fh, listed);
+      const mirrorEpoch = this.mirror?.epoch ?? 0;
+      snapshot = { entries: await this.list(path, plus), mirrorEpoch };
+      this.listings.set(fh, snapshot);
       // The names just listed answer the misses that follow (`git status` looks for .gitignore in each directory).
       const ttl = this.ttlOf(join(path, "-"));
       if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
     }
+    const listed = snapshot.entries;
     const out = Buffer.alloc(size);
     let used = 0;
     for (let i = offset; i < listed.length; i++) {
@@ -617,8 +639,13 @@ export class RequestHandler {
         // Only exact attributes become an entry the kernel keeps (one more lookup on the
         // node); "." and ".." and names that vanished meanwhile go as node 0 (no entry).
         const nodeid = stat ? this.inodes.lookup(entryPath) : 0;
-        if (stat) ino = nodeid;
-        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, this.ttlOf(entryPath, stat));
+        const ttl = this.ttlOf(entryPath, stat);
+        if (stat) {
+          ino = nodeid;
+          // Also the node's next GETATTR (a read moves the access time the kernel then asks for: `grep -r` twice).
+          if (this.mirror && !this.kernelWrites(nodeid)) this.mirror.publish(nodeid, encodeAttrOut(nodeid, this.saw(nodeid, stat), ttl), ttl, snapshot.mirrorEpoch);
+        }
+        writeEntryOut(out, used, nodeid, stat ? this.saw(nodeid, stat) : NO_STAT, ttl);
         used += ENTRY_OUT_SIZE;
       }
       used += writeDirent(out, used, ino, i + 1, name, mode);
