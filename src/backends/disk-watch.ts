@@ -61,6 +61,28 @@ const READ_BUFFER = 64 * 1024;
 
 export type DiskChanges = (hostPaths: string[] | "all") => void;
 
+/** A name made or removed by the backend itself: the event it causes is not news (see `expect`). */
+export type OwnChange = "created" | "removed" | "moved-from" | "moved-to" | "closed";
+
+/** The kind of a name's event, for the ones `expect` can match. */
+function ownChangeOf(mask: number): OwnChange | undefined {
+  if (mask & IN_CREATE) return "created";
+  if (mask & IN_DELETE) return "removed";
+  if (mask & IN_MOVED_FROM) return "moved-from";
+  if (mask & IN_MOVED_TO) return "moved-to";
+  if (mask & IN_CLOSE_WRITE) return "closed";
+  return undefined;
+}
+
+/**
+ * How long an expected event is waited for: its event is queued during the system call
+ * that causes it and read within milliseconds, so an older expectation (one whose event
+ * was lost with its watch) never hides a later change of someone else's.
+ */
+const EXPECTED_FOR_MS = 2000;
+/** Expectations held at most; past it they are all dropped (their events are then reported, as before). */
+const EXPECTED_MAX = 16_384;
+
 export class DiskWatch {
   /** Watched directory (a real host path) -> its watch descriptor, and back. */
   private readonly dirs = new Map<string, number>();
@@ -69,6 +91,8 @@ export class DiskWatch {
   private readonly poll: object;
   private stopped = false;
   private warned = false;
+  /** `kind path` -> when the backend made that change itself, in order (see `expect`). */
+  private readonly expected = new Map<string, number[]>();
 
   /** The feed, or undefined with the reason (no addon, no inotify). */
   static start(onChange: DiskChanges, log: (line: string) => void): DiskWatch | { why: string } {
@@ -122,6 +146,40 @@ export class DiskWatch {
     this.paths.set(wd, dir);
   }
 
+  /**
+   * The backend has just made this change itself (after its system call returned): the one
+   * event it caused is not reported. Each report costs the reader a stat of the path (the
+   * vfs compares it with what it holds), and a file made or removed through a mount would
+   * pay it for its own change. Only names in a watched directory are expected (elsewhere no
+   * event comes); an event of the same kind that someone else causes later is a second event,
+   * and is reported.
+   */
+  expect(hostPath: string, kind: OwnChange): void {
+    if (this.stopped || !this.dirs.has(path.dirname(hostPath))) return;
+    if (this.expected.size >= EXPECTED_MAX) this.expected.clear();
+    const key = `${kind} ${hostPath}`;
+    const times = this.expected.get(key);
+    if (times) times.push(Date.now());
+    else this.expected.set(key, [Date.now()]);
+  }
+
+  /** Whether this event is one the backend expected (then taken). */
+  private wasExpected(hostPath: string, mask: number): boolean {
+    const kind = ownChangeOf(mask);
+    if (kind === undefined || this.expected.size === 0) return false;
+    const key = `${kind} ${hostPath}`;
+    const times = this.expected.get(key);
+    if (!times) return false;
+    const at = times.shift()!;
+    if (times.length === 0) this.expected.delete(key);
+    return Date.now() - at <= EXPECTED_FOR_MS;
+  }
+
+  /** No event comes from `dir` any more (its watch ended): nothing is expected there. */
+  private forgetExpectedIn(dir: string): void {
+    for (const key of this.expected.keys()) if (path.dirname(key.slice(key.indexOf(" ") + 1)) === dir) this.expected.delete(key);
+  }
+
   /** Reads and reports what is waiting (the loop calls it when the descriptor is readable). */
   drain(): void {
     const changed = new Set<string>();
@@ -138,6 +196,8 @@ export class DiskWatch {
         const name = this.buffer.toString("utf8", at + EVENT_HEADER, nameEnd < 0 || nameEnd > at + EVENT_HEADER + nameLength ? at + EVENT_HEADER + nameLength : nameEnd);
         at += EVENT_HEADER + nameLength;
         if (mask & (IN_Q_OVERFLOW | IN_UNMOUNT)) {
+          // Events were lost: so were expected ones.
+          this.expected.clear();
           all = true;
           continue;
         }
@@ -146,6 +206,7 @@ export class DiskWatch {
         if (mask & IN_IGNORED) {
           this.paths.delete(wd);
           if (this.dirs.get(dir) === wd) this.dirs.delete(dir);
+          this.forgetExpectedIn(dir);
           continue;
         }
         if (mask & IN_MOVE_SELF) {
@@ -154,7 +215,9 @@ export class DiskWatch {
           continue;
         }
         if (mask & IN_DELETE_SELF) continue;
-        changed.add(name === "" ? dir : path.join(dir, name));
+        const changedPath = name === "" ? dir : path.join(dir, name);
+        if (name !== "" && this.wasExpected(changedPath, mask)) continue;
+        changed.add(changedPath);
       }
     }
     if (all) this.onChange("all");

@@ -124,6 +124,7 @@ export class FilesystemBackend
     describe: (stat) => hostFileStat("", stat),
     written: (hostPath) => this.unsynced.add(hostPath),
     pending: new Set<string>(),
+    own: (hostPath, kind) => this.diskWatch?.expect(hostPath, kind),
   };
   /** The change feed while anyone listens (virtual mode, with the native addon), and who listens. */
   private diskWatch: DiskWatch | undefined;
@@ -382,7 +383,8 @@ export class FilesystemBackend
       // directory itself (EISDIR), which is then removed with what it holds.
       const unlinked = unlinkUnlessDirectory(target.hostPath);
       if (unlinked === undefined) return failure("file_not_found", `Error: '${filePath}' not found`);
-      if (!unlinked) {
+      if (unlinked) this.diskWatch?.expect(target.hostPath, "removed");
+      else {
         this.paths.forgetWalked();
         await removeDirectory(target.hostPath);
       }
@@ -505,6 +507,11 @@ export class FilesystemBackend
       // A directory moved away leaves a name a symlink may take.
       if (moved.isDirectory()) this.paths.forgetWalked();
       renameCreatingParents(source.hostPath, target.hostPath);
+      // A directory moved is "everything" to the feed anyway (its watch moved with it).
+      if (!moved.isDirectory()) {
+        this.diskWatch?.expect(source.hostPath, "moved-from");
+        this.diskWatch?.expect(target.hostPath, "moved-to");
+      }
       this.unsynced.add(source.hostPath);
       this.unsynced.add(target.hostPath);
       return { path: to };

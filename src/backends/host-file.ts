@@ -24,6 +24,7 @@ import type { FileMetadata, FileStat, HostFile, HostFileOpenOptions } from "../p
 import { daemonGid, daemonUid, daemonUmask } from "../protocol/daemon-identity.js";
 import { keepOwnerAndMode, openTempFile } from "./atomic-write.js";
 import { applyMetadata } from "./disk-metadata.js";
+import type { OwnChange } from "./disk-watch.js";
 import { describeFsError, errorCode, fsFailure } from "./fs-errors.js";
 
 export interface HostFileContext {
@@ -33,6 +34,8 @@ export interface HostFileContext {
   written(hostPath: string): void;
   /** Temporary files not yet saved, which the backend's listings leave out. */
   pending: Set<string>;
+  /** A name made or replaced here (its change feed need not report it: DiskWatch.expect). */
+  own(hostPath: string, kind: OwnChange): void;
 }
 
 export class DiskHostFile implements HostFile {
@@ -55,7 +58,9 @@ export class DiskHostFile implements HostFile {
   /** A new file at `target`, with the creator's mode and owner; undefined when the name is taken. Throws the system error. */
   static create(target: string, create: NonNullable<HostFileOpenOptions["create"]>, context: HostFileContext): DiskHostFile | undefined {
     const fd = createInPlace(target, create);
-    return fd === undefined ? undefined : new DiskHostFile(fd, undefined, target, context, true);
+    if (fd === undefined) return undefined;
+    context.own(target, "created");
+    return new DiskHostFile(fd, undefined, target, context, true);
   }
 
   /** Opens the file at `target` (its stat `existing`, null when missing). Throws the system error. */
@@ -130,6 +135,7 @@ export class DiskHostFile implements HostFile {
     } catch (error) {
       return fsFailure(error, `Error saving '${this.target}': ${describeFsError(error)}`);
     }
+    this.context.own(this.target, "moved-to");
     this.context.pending.delete(temp);
     this.temp = undefined;
     this.context.written(this.target);
@@ -140,6 +146,8 @@ export class DiskHostFile implements HostFile {
     // Handed to a reader (see reader()): it closes it.
     if (this.fd < 0) return;
     fs.closeSync(this.fd);
+    // A writable descriptor's close is an event (under the name it has now: a saved file's, or the temporary one's).
+    if (this.fdWritable && this.temp === undefined) this.context.own(this.target, "closed");
     if (this.temp === undefined) return;
     fs.rmSync(this.temp, { force: true });
     this.context.pending.delete(this.temp);

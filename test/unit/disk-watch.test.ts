@@ -97,6 +97,35 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     expect(backend.watches("/e/a.txt")).toBe(false);
   });
 
+  it("does not report the backend's own creates, saves, renames and unlinks; someone else's change of the same names right after is reported", async () => {
+    await fs.writeFile(path.join(work, "old.txt"), "old");
+    const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const reports: string[] = [];
+    cleanups.push(backend.watch((changed) => reports.push(...(changed === "all" ? ["all"] : changed))));
+    await backend.lsStat("/");
+    // Made (a host file, as a mount's create), saved over an old file (a temporary file renamed over it), moved, removed.
+    const made = await backend.openHostFile("/a.txt", { write: true, replace: true, create: { mode: 0o644 } });
+    made.file!.close();
+    const saved = await backend.openHostFile("/old.txt", { write: true, replace: true });
+    saved.file!.write(new TextEncoder().encode("new"), 0);
+    expect(saved.file!.save().error).toBeUndefined();
+    saved.file!.close();
+    expect((await backend.rename("/a.txt", "/b.txt")).error).toBeFalsy();
+    expect((await backend.delete("/b.txt")).error).toBeFalsy();
+    await sleep(200);
+    // The save's writes went to its temporary file, never reported; the rename over old.txt was its own.
+    expect(reports).toEqual([]);
+    // The same names changed by someone else: each is news.
+    await fs.writeFile(path.join(work, "b.txt"), "theirs");
+    await eventually(() => reports.includes("/b.txt"));
+    reports.length = 0;
+    await fs.rm(path.join(work, "b.txt"));
+    await eventually(() => reports.includes("/b.txt"));
+    reports.length = 0;
+    await fs.rename(path.join(work, "old.txt"), path.join(work, "a.txt"));
+    await eventually(() => reports.includes("/old.txt") && reports.includes("/a.txt"));
+  });
+
   it("has no feed in non-virtual mode", async () => {
     const backend = new FilesystemBackend({ rootDir: work, virtualMode: false });
     cleanups.push(backend.watch(() => undefined));
