@@ -386,7 +386,7 @@ export class FilesystemBackend
       if (unlinked) this.diskWatch?.expect(target.hostPath, "removed");
       else {
         this.paths.forgetWalked();
-        await removeDirectory(target.hostPath);
+        if (await removeDirectory(target.hostPath)) this.diskWatch?.expect(target.hostPath, "removed");
       }
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
@@ -651,7 +651,9 @@ export class FilesystemBackend
     try {
       const target = await this.paths.resolve(dirPath, { followLeaf: true });
       // Inline, as every metadata call here: a trip through libuv's pool costs more than the mkdir.
-      fsConstants.mkdirSync(target.hostPath, { recursive: true });
+      const first = fsConstants.mkdirSync(target.hostPath, { recursive: true });
+      // Its one event (in the first directory's parent; the others' parents were not watched yet) is our own.
+      if (first !== undefined) this.diskWatch?.expect(first, "created");
       // Watched from now on: the mount holds the new directory as empty (a name made in it
       // between the two calls, by someone who guessed it, would be missed).
       this.paths.observer?.cover(target.hostPath);
@@ -826,15 +828,19 @@ function unlinkUnlessDirectory(hostPath: string): boolean | undefined {
   }
 }
 
-/** An empty directory with one rmdir(2) inline (rm -r's one by one); a tree through libuv's pool, off the loop. */
-async function removeDirectory(hostPath: string): Promise<void> {
+/**
+ * An empty directory with one rmdir(2) inline (rm -r's one by one): true; a tree through
+ * libuv's pool, off the loop: false.
+ */
+async function removeDirectory(hostPath: string): Promise<boolean> {
   try {
     fsConstants.rmdirSync(hostPath);
-    return;
+    return true;
   } catch (error) {
     if (errorCode(error) !== "ENOTEMPTY" && errorCode(error) !== "EEXIST") throw error;
   }
   await fs.rm(hostPath, { recursive: true });
+  return false;
 }
 
 /** rename(2); the target's parent directories are made only when the rename says they are missing. */

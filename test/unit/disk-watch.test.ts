@@ -97,7 +97,7 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     expect(backend.watches("/e/a.txt")).toBe(false);
   });
 
-  it("does not report the backend's own creates, saves, renames and unlinks; someone else's change of the same names right after is reported", async () => {
+  it("does not report the backend's own creates, saves, renames, unlinks, mkdirs and rmdirs; someone else's change of the same names right after is reported", async () => {
     await fs.writeFile(path.join(work, "old.txt"), "old");
     const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
     const reports: string[] = [];
@@ -112,6 +112,9 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     saved.file!.close();
     expect((await backend.rename("/a.txt", "/b.txt")).error).toBeFalsy();
     expect((await backend.delete("/b.txt")).error).toBeFalsy();
+    // A directory made and removed (as a mount's mkdir and rmdir).
+    expect((await backend.mkdir("/d")).error).toBeUndefined();
+    expect((await backend.delete("/d")).error).toBeFalsy();
     await sleep(200);
     // The save's writes went to its temporary file, never reported; the rename over old.txt was its own.
     expect(reports).toEqual([]);
@@ -124,6 +127,8 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     reports.length = 0;
     await fs.rename(path.join(work, "old.txt"), path.join(work, "a.txt"));
     await eventually(() => reports.includes("/old.txt") && reports.includes("/a.txt"));
+    await fs.mkdir(path.join(work, "d"));
+    await eventually(() => reports.includes("/d"));
   });
 
   it("has no feed in non-virtual mode", async () => {
