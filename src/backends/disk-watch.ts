@@ -175,6 +175,20 @@ export class DiskWatch {
     return Date.now() - at <= EXPECTED_FOR_MS;
   }
 
+  /**
+   * The backend itself removed or moved the directory `dir` (with `below`, a tree): its
+   * watches end now, not when the kernel's IN_IGNORED is read, so that a directory made at
+   * once under the same name gets a watch of its own (`cover` would take the old entry for it).
+   */
+  release(dir: string, below: boolean): void {
+    if (below) return this.forgetBelow(dir);
+    const wd = this.dirs.get(dir);
+    if (wd === undefined) return;
+    this.addon.inotifyRemove(this.fd, wd);
+    this.dirs.delete(dir);
+    this.paths.delete(wd);
+  }
+
   /** No event comes from `dir` any more (its watch ended): nothing is expected there. */
   private forgetExpectedIn(dir: string): void {
     for (const key of this.expected.keys()) if (path.dirname(key.slice(key.indexOf(" ") + 1)) === dir) this.expected.delete(key);

@@ -386,7 +386,9 @@ export class FilesystemBackend
       if (unlinked) this.diskWatch?.expect(target.hostPath, "removed");
       else {
         this.paths.forgetWalked();
-        if (await removeDirectory(target.hostPath)) this.diskWatch?.expect(target.hostPath, "removed");
+        const empty = await removeDirectory(target.hostPath);
+        this.diskWatch?.release(target.hostPath, !empty);
+        if (empty) this.diskWatch?.expect(target.hostPath, "removed");
       }
       this.unsynced.add(target.hostPath);
       return { path: filePath, filesUpdate: null };
@@ -507,7 +509,7 @@ export class FilesystemBackend
       // A directory moved away leaves a name a symlink may take.
       if (moved.isDirectory()) this.paths.forgetWalked();
       renameCreatingParents(source.hostPath, target.hostPath);
-      // A directory moved is "everything" to the feed anyway (its watch moved with it).
+      // A directory moved is "everything" to the feed (its watch moved with it: IN_MOVE_SELF).
       if (!moved.isDirectory()) {
         this.diskWatch?.expect(source.hostPath, "moved-from");
         this.diskWatch?.expect(target.hostPath, "moved-to");

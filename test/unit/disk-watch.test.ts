@@ -131,6 +131,23 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     await eventually(() => reports.includes("/d"));
   });
 
+  it("a directory the backend removes and makes again at once is watched anew", async () => {
+    const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
+    const reports: string[] = [];
+    cleanups.push(backend.watch((changed) => reports.push(...(changed === "all" ? ["all"] : changed))));
+    await backend.lsStat("/");
+    for (let round = 0; round < 3; round++) {
+      expect((await backend.mkdir("/d")).error).toBeUndefined();
+      expect(backend.watches("/d", true)).toBe(true);
+      expect((await backend.delete("/d")).error).toBeFalsy();
+    }
+    // Made again before the kernel's word that the old one's watch ended was read.
+    expect((await backend.mkdir("/d")).error).toBeUndefined();
+    await fs.writeFile(path.join(work, "d", "x.txt"), "someone else's");
+    await eventually(() => reports.includes("/d/x.txt"));
+    expect(backend.watches("/d", true)).toBe(true);
+  });
+
   it("has no feed in non-virtual mode", async () => {
     const backend = new FilesystemBackend({ rootDir: work, virtualMode: false });
     cleanups.push(backend.watch(() => undefined));
