@@ -647,13 +647,13 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     return result.stat ? { ...result, stat: { ...result.stat, path: routingForm(path) } } : result;
   }
 
-  /** Whether the serving backend keeps files at this path (a Hub route does not keep editor scratch files). */
   /** Whether the serving backend's feed covers the path (a route's root is its backend's "/"). */
   watches(path: string, names?: boolean): boolean {
     const { backend, innerPath } = this.table.resolve(path);
     return canWatch(backend) && backend.watches?.(innerPath, names) === true;
   }
 
+  /** Whether the serving backend keeps files at this path (a Hub route does not keep editor scratch files). */
   isScratchPath(path: string): boolean {
     if (this.table.isImplicitDirectory(path)) return false;
     const { backend, innerPath } = this.table.resolve(path);
