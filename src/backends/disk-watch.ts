@@ -10,9 +10,11 @@
  *
  * What it cannot follow it reports as "all" (every cache forgets everything): the kernel's
  * queue overflowing, a watched directory moved (its watch follows the inode, so the paths
- * of everything below it changed at once), a directory met again under another name. Every
- * change is reported, the backend's own too: the reader of the feed tells them apart (the
- * vfs compares what it holds with the disk).
+ * of everything below it changed at once), a directory met again under another name. The
+ * backend names the one event each of its own system calls causes (`expect`), which is
+ * dropped; everything else is reported, the kernel's passthrough writes on the mount's
+ * behalf too: the reader of the feed tells them apart (the vfs compares what it holds with
+ * the disk).
  *
  * Needs the native addon (Node has no inotify binding); without it there is no feed.
  */
@@ -183,10 +185,7 @@ export class DiskWatch {
   release(dir: string, below: boolean): void {
     if (below) return this.forgetBelow(dir);
     const wd = this.dirs.get(dir);
-    if (wd === undefined) return;
-    this.addon.inotifyRemove(this.fd, wd);
-    this.dirs.delete(dir);
-    this.paths.delete(wd);
+    if (wd !== undefined) this.unwatch(dir, wd);
   }
 
   /** No event comes from `dir` any more (its watch ended): nothing is expected there. */
@@ -249,11 +248,13 @@ export class DiskWatch {
   /** `dir` and every watched directory below it are not watched any more (their paths are stale). */
   private forgetBelow(dir: string): void {
     const prefix = dir.endsWith(path.sep) ? dir : dir + path.sep;
-    for (const [watched, wd] of this.dirs) {
-      if (watched !== dir && !watched.startsWith(prefix)) continue;
-      this.addon.inotifyRemove(this.fd, wd);
-      this.dirs.delete(watched);
-      this.paths.delete(wd);
-    }
+    for (const [watched, wd] of this.dirs) if (watched === dir || watched.startsWith(prefix)) this.unwatch(watched, wd);
+  }
+
+  /** The watch of `dir` ends (its IN_IGNORED, when read, finds no directory and is passed over). */
+  private unwatch(dir: string, wd: number): void {
+    this.addon.inotifyRemove(this.fd, wd);
+    this.dirs.delete(dir);
+    this.paths.delete(wd);
   }
 }

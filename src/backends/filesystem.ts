@@ -143,9 +143,10 @@ export class FilesystemBackend
   }
 
   /**
-   * Every change on the disk under the root (this backend's own too), as virtual paths:
-   * inotify on each directory the backend has looked into (disk-watch.ts). Virtual mode
-   * only; without the native addon there is no feed (and `watches` says so).
+   * Every change on the disk under the root, as virtual paths: inotify on each directory the
+   * backend has looked into (disk-watch.ts). The event each of this backend's own system
+   * calls causes is not reported; a kernel's passthrough writes through a mount are.
+   * Virtual mode only; without the native addon there is no feed (and `watches` says so).
    */
   watch(onChange: (changed: string[] | "all") => void): () => void {
     this.listeners.add(onChange);
