@@ -1899,7 +1899,7 @@ export class Vfs {
     // Listed, with no attributes held (a file with several names is never held): nothing to be stale.
     if (held === undefined) return listing?.get(basenameOf(path)) === stat.is_dir;
     const now = stat.posix;
-    const before = held?.posix;
+    const before = held.posix;
     if (!now || !before || held.isDir !== stat.is_dir) return false;
     const same = now.ino === before.ino && now.dev === before.dev && now.kind === before.kind && now.uid === before.uid && now.gid === before.gid && stat.mode === held.mode;
     // A directory's times and link count move with the names made in it, each reported by

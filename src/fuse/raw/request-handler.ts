@@ -156,8 +156,7 @@ export class RequestHandler {
    * next create or unlink in it).
    */
   private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply): Reply {
-    // The open flags: fuse_open_in's first field, fuse_release_in's second (a reader's close changes nothing).
-    const openFlags = h.opcode === Op.OPEN ? body.readUInt32LE(0) : h.opcode === Op.RELEASE ? body.readUInt32LE(8) : 0;
+    const openFlags = openFlagsOf(h.opcode, body);
     const settled = () => mirror.settled(h.opcode, h.nodeid, openFlags);
     return reply.then(
       (payload) => {
@@ -263,7 +262,7 @@ export class RequestHandler {
       case Op.SETATTR:
         return this.setattr(h.nodeid, path, body);
       case Op.OPEN:
-        return this.open(h.nodeid, path, body.readUInt32LE(0));
+        return this.open(h.nodeid, path, openFlagsOf(h.opcode, body));
       case Op.CREATE:
         return this.create(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(4), callerOf(h));
       case Op.READ:
@@ -277,7 +276,7 @@ export class RequestHandler {
       case Op.FSYNC:
         return this.ops.fsync(path, fh(), (body.readUInt32LE(8) & 1) !== 0).then(none);
       case Op.RELEASE:
-        return this.release(h.nodeid, path, fh(), (body.readUInt32LE(8) & O_ACCMODE) !== O_RDONLY);
+        return this.release(h.nodeid, path, fh(), (openFlagsOf(h.opcode, body) & O_ACCMODE) !== O_RDONLY);
       case Op.OPENDIR:
         return Promise.resolve([encodeOpenOut(this.nextDirHandle++, this.dirCacheFlags(path))]);
       case Op.READDIR:
@@ -416,8 +415,12 @@ export class RequestHandler {
   private ttlOf(path: string, stat?: VfsStat): number {
     const isDir = stat !== undefined && (stat.mode & S_IFMT) === S_IFDIR;
     if (stat && stat.nlink > 1 && !isDir) return 0;
-    const ms = this.keptLongMs(path, isDir);
-    return ms === undefined ? this.ttl : ms / 1000;
+    return this.kernelTtl(this.keptLongMs(path, isDir));
+  }
+
+  /** Seconds the kernel may keep something: what a change feed allows (ms), else the mount's timeout. */
+  private kernelTtl(keptLongMs: number | undefined): number {
+    return keptLongMs === undefined ? this.ttl : keptLongMs / 1000;
   }
 
   /**
@@ -623,8 +626,9 @@ export class RequestHandler {
       const mirrorEpoch = this.mirror?.epoch ?? 0;
       snapshot = { entries: await this.list(path, plus), mirrorEpoch };
       this.listings.set(fh, snapshot);
-      // The names just listed answer the misses that follow (`git status` looks for .gitignore in each directory).
-      const ttl = this.ttlOf(join(path, "-"));
+      // The names just listed answer the misses that follow (`git status` looks for .gitignore
+      // in each directory), kept as long as a miss in this directory may be.
+      const ttl = this.kernelTtl(this.keptLongMs(path, true));
       if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
     }
     const listed = snapshot.entries;
@@ -748,6 +752,8 @@ function sized(value: Buffer, size: number): Buffer[] {
   return [value];
 }
 
-function join(dir: string, name: string): string {
-  return dir === "/" ? `/${name}` : `${dir}/${name}`;
+/** The open flags of an OPEN (fuse_open_in's first field) or a RELEASE (fuse_release_in's second); 0 for others. */
+function openFlagsOf(opcode: number, body: Buffer): number {
+  if (opcode === Op.OPEN) return body.readUInt32LE(0);
+  return opcode === Op.RELEASE ? body.readUInt32LE(8) : 0;
 }
