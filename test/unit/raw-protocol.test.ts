@@ -23,12 +23,20 @@ const ATTR =
 describe("FUSE structs", () => {
   it("decodes fuse_in_header", () => {
     const b = Buffer.from("38000000" + "01000000" + "2a00000000000000" + "0100000000000000" + "e8030000" + "e9030000" + "39300000" + "0000" + "0000", "hex");
-    expect(decodeInHeader(b)).toEqual({ len: 56, opcode: 1, unique: 42n, nodeid: 1, uid: 1000, gid: 1001, pid: 12345 });
+    expect(decodeInHeader(b)).toEqual({ len: 56, opcode: 1, unique: 42, nodeid: 1, uid: 1000, gid: 1001, pid: 12345 });
+  });
+
+  it("decodes a request's 64-bit fields past 2^32 exactly, as numbers", () => {
+    const b = Buffer.alloc(40);
+    b.writeBigUInt64LE(2n ** 40n + 2n, 8);
+    b.writeBigUInt64LE(2n ** 33n + 1n, 16);
+    expect(decodeInHeader(b)).toMatchObject({ unique: 2 ** 40 + 2, nodeid: 2 ** 33 + 1 });
+    expect(hex(encodeOutHeader(2 ** 40 + 2, 0, 0)).slice(16)).toBe(u64(2 ** 40 + 2));
   });
 
   it("encodes fuse_out_header with a negative errno", () => {
-    expect(hex(encodeOutHeader(42n, -2, 0))).toBe("10000000" + "feffffff" + "2a00000000000000");
-    expect(hex(encodeOutHeader(1n, 0, 8)).slice(0, 8)).toBe("18000000");
+    expect(hex(encodeOutHeader(42, -2, 0))).toBe("10000000" + "feffffff" + "2a00000000000000");
+    expect(hex(encodeOutHeader(1, 0, 8)).slice(0, 8)).toBe("18000000");
   });
 
   it("encodes fuse_attr, fuse_attr_out and fuse_entry_out", () => {
@@ -95,6 +103,10 @@ describe("FUSE structs", () => {
     b.writeUInt32LE(0o600, 68);
     const set = decodeSetattrIn(b);
     expect(set).toMatchObject({ valid: Fattr.MTIME | Fattr.FH, fh: 3, mtimeMs: 978307200250, mode: 0o600 });
+    // A time before 1970: the kernel's signed seconds (timespec64), as the attributes carry them.
+    b.writeBigInt64LE(-2n, 32);
+    b.writeUInt32LE(500_000_000, 56);
+    expect(decodeSetattrIn(b).atimeMs).toBe(-1500);
     expect(decodeNames(Buffer.from("old\0new\0"), 2)).toEqual(["old", "new"]);
   });
 });

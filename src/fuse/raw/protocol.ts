@@ -60,7 +60,8 @@ export const RENAME_FLAG_NOREPLACE = 1;
 export interface InHeader {
   len: number;
   opcode: number;
-  unique: bigint;
+  /** The kernel's request id, a u64 counted up by 2 from 0: exact as a number for the next 2^53 requests. */
+  unique: number;
   nodeid: number;
   uid: number;
   gid: number;
@@ -68,22 +69,24 @@ export interface InHeader {
 }
 
 export function decodeInHeader(buf: Buffer): InHeader {
+  const v = viewOf(buf);
   return {
-    len: buf.readUInt32LE(0),
-    opcode: buf.readUInt32LE(4),
-    unique: buf.readBigUInt64LE(8),
-    nodeid: Number(buf.readBigUInt64LE(16)),
-    uid: buf.readUInt32LE(24),
-    gid: buf.readUInt32LE(28),
-    pid: buf.readUInt32LE(32),
+    len: v.getUint32(0, true),
+    opcode: v.getUint32(4, true),
+    unique: readU64(v, 8),
+    nodeid: readU64(v, 16),
+    uid: v.getUint32(24, true),
+    gid: v.getUint32(28, true),
+    pid: v.getUint32(32, true),
   };
 }
 
-export function encodeOutHeader(unique: bigint, error: number, payloadLength: number): Buffer {
+export function encodeOutHeader(unique: number, error: number, payloadLength: number): Buffer {
   const out = Buffer.alloc(OUT_HEADER_SIZE);
-  out.writeUInt32LE(OUT_HEADER_SIZE + payloadLength, 0);
-  out.writeInt32LE(error, 4);
-  out.writeBigUInt64LE(unique, 8);
+  const v = viewOf(out);
+  v.setUint32(0, OUT_HEADER_SIZE + payloadLength, true);
+  v.setInt32(4, error, true);
+  writeU64(v, unique, 8);
   return out;
 }
 
@@ -96,10 +99,11 @@ export const NotifyCode = { INVAL_INODE: 2, INVAL_ENTRY: 3 } as const;
  */
 export function encodeNotifyInvalInode(nodeid: number, offset = 0, length = 0): Buffer[] {
   const body = Buffer.alloc(24);
-  body.writeBigUInt64LE(BigInt(nodeid), 0);
-  body.writeBigInt64LE(BigInt(offset), 8);
-  body.writeBigInt64LE(BigInt(length), 16);
-  return [encodeOutHeader(0n, NotifyCode.INVAL_INODE, body.length), body];
+  const v = viewOf(body);
+  writeU64(v, nodeid, 0);
+  writeU64(v, offset, 8);
+  writeU64(v, length, 16);
+  return [encodeOutHeader(0, NotifyCode.INVAL_INODE, body.length), body];
 }
 
 /** fuse_notify_inval_entry_out.flags (7.38, Linux 6.2): expire the entry, do not unhash it. */
@@ -117,11 +121,12 @@ export const EXPIRE_ONLY_MINOR = 38;
 export function encodeNotifyInvalEntry(parent: number, name: string, expireOnly = false): Buffer[] {
   const nameBytes = Buffer.from(name, "utf8");
   const body = Buffer.alloc(16 + nameBytes.length + 1);
-  body.writeBigUInt64LE(BigInt(parent), 0);
-  body.writeUInt32LE(nameBytes.length, 8);
-  body.writeUInt32LE(expireOnly ? FUSE_EXPIRE_ONLY : 0, 12);
+  const v = viewOf(body);
+  writeU64(v, parent, 0);
+  v.setUint32(8, nameBytes.length, true);
+  v.setUint32(12, expireOnly ? FUSE_EXPIRE_ONLY : 0, true);
   nameBytes.copy(body, 16);
-  return [encodeOutHeader(0n, NotifyCode.INVAL_ENTRY, body.length), body];
+  return [encodeOutHeader(0, NotifyCode.INVAL_ENTRY, body.length), body];
 }
 
 /** The NUL-terminated names after a request's fixed part. */
@@ -182,60 +187,80 @@ export function encodeInitOut(init: InitOut): Buffer {
   return out;
 }
 
-/**
- * A 64-bit field from a safe integer, without a BigInt (converting one for every field was a
- * measurable part of encoding an attribute); a negative one (a time before 1970) in two's
- * complement, as the kernel reads its signed fields.
+/*
+ * Fields are written and read through a DataView, never Buffer's own methods: those are
+ * JavaScript with range checks, and every reply has dozens of fields. A daemon's first few
+ * thousand requests run before the JIT has optimized anything, and there the difference is
+ * 3x per attribute. 64-bit fields are numbers (safe integers), never BigInts for the same reason.
  */
-function writeU64(out: Buffer, value: number, at: number): void {
+function viewOf(buf: Buffer): DataView {
+  return new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+}
+
+/** A 64-bit field from a safe integer; a negative one (a time before 1970) in two's complement, as the kernel reads its signed fields. */
+function writeU64(v: DataView, value: number, at: number): void {
   const high = Math.floor(value / 0x1_0000_0000);
-  out.writeUInt32LE((value - high * 0x1_0000_0000) >>> 0, at);
-  out.writeUInt32LE(high >>> 0, at + 4);
+  v.setUint32(at, (value - high * 0x1_0000_0000) >>> 0, true);
+  v.setUint32(at + 4, high >>> 0, true);
 }
 
-/** Seconds and nanoseconds of a millisecond time (fractions of a millisecond kept). */
-function splitMs(ms: number): [number, number] {
+/** An unsigned 64-bit field as a number (exact below 2^53: node ids, handles, offsets and sizes all are). */
+function readU64(v: DataView, at: number): number {
+  return v.getUint32(at, true) + v.getUint32(at + 4, true) * 0x1_0000_0000;
+}
+
+/** An unsigned 64-bit field of a request (a handle, an offset, a node id) as a number. */
+export function u64At(buf: Buffer, at: number): number {
+  return readU64(viewOf(buf), at);
+}
+
+/** A millisecond time as seconds and nanoseconds (fractions of a millisecond kept). */
+function writeTime(v: DataView, ms: number, secAt: number, nsecAt: number): void {
   const sec = Math.floor(ms / 1000);
-  const nsec = Math.min(999_999_999, Math.round((ms - sec * 1000) * 1e6));
-  return [sec, nsec];
+  writeU64(v, sec, secAt);
+  v.setUint32(nsecAt, Math.min(999_999_999, Math.round((ms - sec * 1000) * 1e6)), true);
 }
 
-function splitSec(sec: number): [number, number] {
-  const whole = Math.floor(sec);
-  return [whole, Math.round((sec - whole) * 1e9)];
+/** A validity in seconds as seconds and nanoseconds; with `twice`, into two such pairs (an entry's and its attributes'). */
+function writeValidity(v: DataView, ttlSec: number, secAt: number, nsecAt: number, twice = false): void {
+  const whole = Math.floor(ttlSec);
+  const nsec = Math.round((ttlSec - whole) * 1e9);
+  writeU64(v, whole, secAt);
+  v.setUint32(nsecAt, nsec, true);
+  if (!twice) return;
+  writeU64(v, whole, secAt + 8);
+  v.setUint32(nsecAt + 4, nsec, true);
 }
 
 /** fuse_attr (88 bytes) at `at`. */
 export function writeAttr(out: Buffer, at: number, nodeid: number, s: VfsStat): void {
+  writeAttrTo(viewOf(out), at, nodeid, s);
+}
+
+function writeAttrTo(v: DataView, at: number, nodeid: number, s: VfsStat): void {
   // The backend's inode where it has one (a disk's: hard links share it), else the node id.
-  writeU64(out, s.ino ?? nodeid, at);
-  writeU64(out, s.size, at + 8);
-  writeU64(out, s.blocks, at + 16);
-  const times = [s.atime, s.mtime, s.ctime];
-  for (let i = 0; i < 3; i++) {
-    const [sec, nsec] = splitMs(times[i]!);
-    writeU64(out, sec, at + 24 + i * 8);
-    out.writeUInt32LE(nsec, at + 48 + i * 4);
-  }
-  out.writeUInt32LE(s.mode >>> 0, at + 60);
-  out.writeUInt32LE(s.nlink, at + 64);
-  out.writeUInt32LE(s.uid >>> 0, at + 68);
-  out.writeUInt32LE(s.gid >>> 0, at + 72);
-  out.writeUInt32LE((s.rdev ?? 0) >>> 0, at + 76);
-  out.writeUInt32LE(s.blksize, at + 80);
-  out.writeUInt32LE(0, at + 84);
+  writeU64(v, s.ino ?? nodeid, at);
+  writeU64(v, s.size, at + 8);
+  writeU64(v, s.blocks, at + 16);
+  writeTime(v, s.atime, at + 24, at + 48);
+  writeTime(v, s.mtime, at + 32, at + 52);
+  writeTime(v, s.ctime, at + 40, at + 56);
+  v.setUint32(at + 60, s.mode >>> 0, true);
+  v.setUint32(at + 64, s.nlink, true);
+  v.setUint32(at + 68, s.uid >>> 0, true);
+  v.setUint32(at + 72, s.gid >>> 0, true);
+  v.setUint32(at + 76, (s.rdev ?? 0) >>> 0, true);
+  v.setUint32(at + 80, s.blksize, true);
+  v.setUint32(at + 84, 0, true);
 }
 
 /** fuse_entry_out (128 bytes) at `at`; nodeid 0 = no entry (readdirplus's "." and ".."). */
 export function writeEntryOut(out: Buffer, at: number, nodeid: number, s: VfsStat, ttlSec: number): void {
-  const [sec, nsec] = splitSec(ttlSec);
-  writeU64(out, nodeid, at);
-  writeU64(out, 0, at + 8);
-  writeU64(out, sec, at + 16);
-  writeU64(out, sec, at + 24);
-  out.writeUInt32LE(nsec, at + 32);
-  out.writeUInt32LE(nsec, at + 36);
-  writeAttr(out, at + 40, nodeid, s);
+  const v = viewOf(out);
+  writeU64(v, nodeid, at);
+  writeU64(v, 0, at + 8);
+  writeValidity(v, ttlSec, at + 16, at + 32, true);
+  writeAttrTo(v, at + 40, nodeid, s);
 }
 
 export function encodeEntryOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
@@ -247,27 +272,25 @@ export function encodeEntryOut(nodeid: number, s: VfsStat, ttlSec: number): Buff
 /** A LOOKUP's answer that the name is missing, which the kernel may repeat itself for `ttlSec` (node id 0: a negative entry). */
 export function encodeNegativeEntryOut(ttlSec: number): Buffer {
   const out = Buffer.alloc(ENTRY_OUT_SIZE);
-  const [sec, nsec] = splitSec(ttlSec);
-  writeU64(out, sec, 16);
-  out.writeUInt32LE(nsec, 32);
+  writeValidity(viewOf(out), ttlSec, 16, 32);
   return out;
 }
 
 export function encodeAttrOut(nodeid: number, s: VfsStat, ttlSec: number): Buffer {
   const out = Buffer.alloc(ATTR_OUT_SIZE);
-  const [sec, nsec] = splitSec(ttlSec);
-  writeU64(out, sec, 0);
-  out.writeUInt32LE(nsec, 8);
-  writeAttr(out, 16, nodeid, s);
+  const v = viewOf(out);
+  writeValidity(v, ttlSec, 0, 8);
+  writeAttrTo(v, 16, nodeid, s);
   return out;
 }
 
 /** `backingId`: the file the kernel reads and writes itself (with OpenFlag.PASSTHROUGH). */
 export function encodeOpenOut(fh: number, openFlags: number, backingId = 0): Buffer {
   const out = Buffer.alloc(OPEN_OUT_SIZE);
-  writeU64(out, fh, 0);
-  out.writeUInt32LE(openFlags, 8);
-  out.writeInt32LE(backingId, 12);
+  const v = viewOf(out);
+  writeU64(v, fh, 0);
+  v.setUint32(8, openFlags, true);
+  v.setInt32(12, backingId, true);
   return out;
 }
 
@@ -300,10 +323,11 @@ export function direntSize(nameLength: number): number {
 export function writeDirent(out: Buffer, at: number, ino: number, nextOffset: number, name: Buffer, mode: number): number {
   const size = direntSize(name.length);
   out.fill(0, at, at + size);
-  writeU64(out, ino, at);
-  writeU64(out, nextOffset, at + 8);
-  out.writeUInt32LE(name.length, at + 16);
-  out.writeUInt32LE((mode >>> 12) & 0o17, at + 20);
+  const v = viewOf(out);
+  writeU64(v, ino, at);
+  writeU64(v, nextOffset, at + 8);
+  v.setUint32(at + 16, name.length, true);
+  v.setUint32(at + 20, (mode >>> 12) & 0o17, true);
   name.copy(out, at + DIRENT_SIZE);
   return size;
 }
@@ -322,11 +346,11 @@ export interface SetattrIn {
 
 /** fuse_setattr_in (88 bytes). */
 export function decodeSetattrIn(body: Buffer): SetattrIn {
-  const ms = (secAt: number, nsecAt: number) => Number(body.readBigUInt64LE(secAt)) * 1000 + body.readUInt32LE(nsecAt) / 1e6;
+  const ms = (secAt: number, nsecAt: number) => Number(body.readBigInt64LE(secAt)) * 1000 + body.readUInt32LE(nsecAt) / 1e6;
   return {
     valid: body.readUInt32LE(0),
-    fh: Number(body.readBigUInt64LE(8)),
-    size: Number(body.readBigUInt64LE(16)),
+    fh: u64At(body, 8),
+    size: u64At(body, 16),
     atimeMs: ms(32, 56),
     mtimeMs: ms(40, 60),
     mode: body.readUInt32LE(68),

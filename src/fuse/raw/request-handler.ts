@@ -14,7 +14,7 @@ import { InodeTable } from "./inode-table.js";
 import {
   decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNegativeEntryOut, encodeNotifyInvalEntry, encodeNotifyInvalInode, EXPIRE_ONLY_MINOR, encodeOpenOut,
   encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
-  RENAME_FLAG_NOREPLACE, writeDirent, writeEntryOut, type InHeader,
+  RENAME_FLAG_NOREPLACE, u64At, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
 
 type Reply = Promise<Buffer[]>;
@@ -129,11 +129,11 @@ export class RequestHandler {
     this.debug?.(`op ${h.opcode} node ${h.nodeid} unique ${h.unique}`);
     switch (h.opcode) {
       case Op.FORGET:
-        this.forget(h.nodeid, Number(body.readBigUInt64LE(0)));
+        this.forget(h.nodeid, u64At(body, 0));
         return undefined;
       case Op.BATCH_FORGET:
         for (let i = 0, count = body.readUInt32LE(0); i < count; i++) {
-          this.forget(Number(body.readBigUInt64LE(8 + i * 16)), Number(body.readBigUInt64LE(16 + i * 16)));
+          this.forget(u64At(body, 8 + i * 16), u64At(body, 16 + i * 16));
         }
         return undefined;
       case Op.INTERRUPT:
@@ -172,7 +172,7 @@ export class RequestHandler {
             break;
           case Op.RENAME: case Op.RENAME2:
             this.republish(mirror, h.nodeid);
-            this.republish(mirror, Number(body.readBigUInt64LE(0)));
+            this.republish(mirror, u64At(body, 0));
         }
         return payload;
       },
@@ -244,7 +244,7 @@ export class RequestHandler {
     if (h.opcode === Op.DESTROY) return none();
     const path = this.pathOf(h.nodeid);
     const child = (name: string) => (path === "/" ? `/${name}` : `${path}/${name}`);
-    const fh = () => Number(body.readBigUInt64LE(0));
+    const fh = () => u64At(body, 0);
     switch (h.opcode) {
       case Op.LOOKUP:
         return this.lookup(h.nodeid, path, child(decodeNames(body, 1)[0]!));
@@ -266,10 +266,10 @@ export class RequestHandler {
       case Op.CREATE:
         return this.create(child(decodeNames(body.subarray(16), 1)[0]!), body.readUInt32LE(4), callerOf(h));
       case Op.READ:
-        return this.read(path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16));
+        return this.read(path, fh(), u64At(body, 8), body.readUInt32LE(16));
       case Op.WRITE:
         return this.ops
-          .write(path, fh(), body.subarray(40, 40 + body.readUInt32LE(16)), body.readUInt32LE(16), Number(body.readBigUInt64LE(8)))
+          .write(path, fh(), body.subarray(40, 40 + body.readUInt32LE(16)), body.readUInt32LE(16), u64At(body, 8))
           .then((n) => [encodeWriteOut(n)]);
       case Op.FLUSH:
         return this.ops.flush(path, fh()).then(none);
@@ -281,7 +281,7 @@ export class RequestHandler {
         return Promise.resolve([encodeOpenOut(this.nextDirHandle++, this.dirCacheFlags(path))]);
       case Op.READDIR:
       case Op.READDIRPLUS:
-        return this.readdir(h.nodeid, path, fh(), Number(body.readBigUInt64LE(8)), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
+        return this.readdir(h.nodeid, path, fh(), u64At(body, 8), body.readUInt32LE(16), h.opcode === Op.READDIRPLUS);
       case Op.RELEASEDIR:
         this.listings.delete(fh());
         return none();
@@ -302,11 +302,11 @@ export class RequestHandler {
         return this.ops.rmdir(target).then(() => (this.inodes.unlinked(target), []));
       }
       case Op.RENAME:
-        return this.rename(path, body.subarray(8), Number(body.readBigUInt64LE(0)), 0);
+        return this.rename(path, body.subarray(8), u64At(body, 0), 0);
       case Op.RENAME2:
-        return this.rename(path, body.subarray(16), Number(body.readBigUInt64LE(0)), body.readUInt32LE(8));
+        return this.rename(path, body.subarray(16), u64At(body, 0), body.readUInt32LE(8));
       case Op.LINK: {
-        const existing = Number(body.readBigUInt64LE(0));
+        const existing = u64At(body, 0);
         const target = child(decodeNames(body.subarray(8), 1)[0]!);
         return this.ops.link(this.pathOf(existing), target).then(() => this.entry(target, existing));
       }
