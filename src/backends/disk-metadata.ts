@@ -28,8 +28,11 @@ export function applyMetadata(target: MetadataTarget, { mode, uid, gid, atimeMs,
 /**
  * Milliseconds as the seconds utimes takes. libuv truncates the double to nanoseconds, and a
  * double holds today's seconds to about 240 ns: half a microsecond more keeps the stored
- * time from falling just below the one given (…122.9999 ms for 123).
+ * time from falling just below the one given (…122.9999 ms for 123). A time before 1970 goes
+ * as a numeric string, which Node documents as a time too: a negative number it silently
+ * replaces with the current time.
  */
-function unixSeconds(ms: number): number {
-  return (ms + 0.0005) / 1000;
+function unixSeconds(ms: number): number | string {
+  const seconds = (ms + 0.0005) / 1000;
+  return seconds < 0 ? String(seconds) : seconds;
 }
