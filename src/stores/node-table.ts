@@ -52,11 +52,13 @@ export function parentPath(path: string): string {
 }
 
 /**
- * `path` itself and everything below it, as SQL on column `path`: a range of the primary key
- * (every "path/..." sorts from "path/" to before "path0", '0' following '/'), not a scan; no
- * LIKE, whose `%` and `_` names may hold.
+ * Everything below `path`, as SQL on column `path`: a range of the primary key (every
+ * "path/..." sorts from "path/" to before "path0", '0' following '/'); no LIKE, whose `%` and
+ * `_` names may hold. The path itself is a statement of its own: SQLite plans a DELETE or an
+ * UPDATE whose WHERE ORs the two as a scan of the whole scope (an unlink cost a read of every
+ * record of the thread), a SELECT as the two index searches.
  */
-const WITHIN_SQL = "(path = @path OR (path >= @path || '/' AND path < @path || '0'))";
+const BELOW_SQL = "path >= @path || '/' AND path < @path || '0'";
 
 /** One scope of the table in a SQLite database (the route's own file). */
 export class SqliteNodeTable implements NodeTable {
@@ -68,24 +70,31 @@ export class SqliteNodeTable implements NodeTable {
   ) {
     db.exec(`CREATE TABLE IF NOT EXISTS ${NODE_TABLE} (scope TEXT NOT NULL, path TEXT NOT NULL, parent TEXT NOT NULL, node TEXT NOT NULL, PRIMARY KEY (scope, path));
       CREATE INDEX IF NOT EXISTS ${NODE_TABLE}_parent ON ${NODE_TABLE} (scope, parent);`);
-    const within = WITHIN_SQL.replaceAll("@path", "@from");
+    const below = BELOW_SQL.replaceAll("@path", "@from");
     this.statements = {
       get: db.prepare<{ scope: string; path: string }, { node: string }>(`SELECT node FROM ${NODE_TABLE} WHERE scope = @scope AND path = @path`),
       // An entry and its directory in one query (PosixMetadataBackend asks for both on every lstat).
       getTwo: db.prepare<{ scope: string; a: string; b: string }, { path: string; node: string }>(`SELECT path, node FROM ${NODE_TABLE} WHERE scope = @scope AND path IN (@a, @b)`),
       children: db.prepare<{ scope: string; parent: string }, { path: string; node: string }>(`SELECT path, node FROM ${NODE_TABLE} WHERE scope = @scope AND parent = @parent`),
       put: db.prepare(`INSERT INTO ${NODE_TABLE} (scope, path, parent, node) VALUES (@scope, @path, @parent, @node) ON CONFLICT (scope, path) DO UPDATE SET node = excluded.node`),
-      remove: db.prepare(`DELETE FROM ${NODE_TABLE} WHERE scope = @scope AND ${WITHIN_SQL}`),
-      move: db.prepare(`UPDATE ${NODE_TABLE} SET path = @to || substr(path, length(@from) + 1),
-        parent = CASE WHEN path = @from THEN @toParent ELSE @to || substr(parent, length(@from) + 1) END
-        WHERE scope = @scope AND ${within}`),
+      removeOne: db.prepare(`DELETE FROM ${NODE_TABLE} WHERE scope = @scope AND path = @path`),
+      removeBelow: db.prepare(`DELETE FROM ${NODE_TABLE} WHERE scope = @scope AND ${BELOW_SQL}`),
+      moveOne: db.prepare(`UPDATE ${NODE_TABLE} SET path = @to, parent = @toParent WHERE scope = @scope AND path = @from`),
+      moveBelow: db.prepare(`UPDATE ${NODE_TABLE} SET path = @to || substr(path, length(@from) + 1), parent = @to || substr(parent, length(@from) + 1)
+        WHERE scope = @scope AND ${below}`),
     };
+    this.removeTree = db.transaction((path: string) => {
+      this.statements.removeOne.run({ scope: this.scope, path });
+      this.statements.removeBelow.run({ scope: this.scope, path });
+    });
     this.moveTree = db.transaction((from: string, to: string) => {
-      this.statements.remove.run({ scope: this.scope, path: to });
-      this.statements.move.run({ scope: this.scope, from, to, toParent: parentPath(to) });
+      this.removeTree(to);
+      this.statements.moveOne.run({ scope: this.scope, from, to, toParent: parentPath(to) });
+      this.statements.moveBelow.run({ scope: this.scope, from, to });
     });
   }
 
+  private readonly removeTree: (path: string) => void;
   private readonly moveTree: (from: string, to: string) => void;
 
   async get(paths: string[]): Promise<Map<string, NodeRecord>> {
@@ -115,7 +124,7 @@ export class SqliteNodeTable implements NodeTable {
   }
 
   async remove(path: string): Promise<void> {
-    this.statements.remove.run({ scope: this.scope, path });
+    this.removeTree(path);
   }
 
   async move(from: string, to: string): Promise<void> {

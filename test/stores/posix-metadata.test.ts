@@ -275,4 +275,17 @@ describe("node tables", () => {
     await a.remove("/w");
     expect([...(await a.get(["/w", "/w/y", "/x_z"])).keys()]).toEqual(["/x_z"]);
   });
+
+  it("remove and move take the path and everything below it, never a name that only begins like it", async () => {
+    const t = await sqliteTable(path.join(await tempDir(), "range.db"), "s");
+    const record = { kind: "dir" as const, mode: 0o755, uid: 0, gid: 0, rdev: 0, ctimeMs: 1 };
+    const paths = ["/a", "/a/b", "/a/b/c", "/a-x", "/a.b", "/ab", "/a0", "/b"];
+    for (const p of paths) await t.put(p, record);
+    await t.move("/a", "/b");
+    expect([...(await t.get([...paths, "/b/b", "/b/b/c"])).keys()].sort()).toEqual(["/a-x", "/a.b", "/a0", "/ab", "/b", "/b/b", "/b/b/c"]);
+    expect([...(await t.children("/b/b")).keys()]).toEqual(["c"]);
+    expect([...(await t.children("/")).keys()].sort()).toEqual(["a-x", "a.b", "a0", "ab", "b"]);
+    await t.remove("/b");
+    expect([...(await t.get([...paths, "/b/b", "/b/b/c"])).keys()].sort()).toEqual(["/a-x", "/a.b", "/a0", "/ab"]);
+  });
 });
