@@ -395,6 +395,9 @@ export function planEditAt(
 
 /** The keys at `dir` and below it; `/` is everything. */
 function keysWithin(files: FilesMap, dir: string): string[] {
+  // A map with a directory index knows when nothing lies below: a file's delete is one
+  // lookup, not a scan of every key (an unlink through a mount, on a thread of thousands).
+  if (dir !== "/" && directoryIndexes.get(files)?.has(dir) === false) return has(files, dir) ? [dir] : [];
   const found: string[] = [];
   for (const key of Object.keys(files)) if (isPathWithin(key, dir)) found.push(key);
   return found;
