@@ -73,6 +73,18 @@ describe.runIf(isRoot && loadNative().addon !== undefined)("directory names", ()
     expect(await vfsLookupsOfMissingNames(true)).toBeLessThan(5);
   });
 
+  it("a directory just made: even the first name looked up in it is the addon's", async () => {
+    m = await mountDisk(true);
+    const dir = path.join(m.dir, "fs");
+    await ok(`mkdir fresh && mkdir fresh/sub`, dir);
+    const getattr = vi.spyOn(m.vfs, "getattr");
+    const out = await ok(py(`import os\nmissing = 0\nfor d in ("fresh", "fresh/sub"):\n    for i in range(20):\n        try: os.stat(d + "/n%02d" % i)\n        except FileNotFoundError: missing += 1\nprint(missing)`), dir);
+    expect(out.trim()).toBe("40");
+    expect(getattr.mock.calls.filter(([p]) => /^\/fs\/fresh\/(sub\/)?n/.test(String(p))).length).toBe(0);
+    // Names made in it afterwards are found.
+    expect((await ok(`touch fresh/n00 fresh/sub/n01 && ls fresh fresh/sub`, dir)).split(/\s+/)).toEqual(expect.arrayContaining(["n00", "n01", "sub"]));
+  });
+
   it("finds every name made through the mount, once the kernel asks for its own entries again", async () => {
     m = await mountDisk(true, 0.2);
     const dir = path.join(m.dir, "fs");

@@ -69,8 +69,9 @@ describe.runIf(isRoot)("kernel notifications", () => {
     const asked = vi.spyOn(mount.vfs, "getattr");
     const lookups = () => asked.mock.calls.filter(([p]) => p === "/store/sub/late.txt").length;
     expect(await ok(`python3 -c "import os; print(sum(os.path.exists('sub/late.txt') for _ in range(20)))"`, dir)).toBe("0\n");
-    // One LOOKUP: the kernel answered the other 19 from its negative entry.
-    expect(lookups()).toBe(1);
+    // At most one LOOKUP reaches the vfs: the kernel answers the rest from its negative entry
+    // (and the raw transport's addon answers misses in a directory the mount just made).
+    expect(lookups()).toBeLessThanOrEqual(1);
     // A name made through the mount replaces the kernel's negative entry.
     expect(await ok(`test -e sub/made.txt || echo missing; echo made > sub/made.txt; cat sub/made.txt`, dir)).toBe("missing\nmade\n");
     // Made in the store, beside the mount: the change feed drops the negative entry (FUSE_NOTIFY_INVAL_ENTRY), not the 60 s TTL.

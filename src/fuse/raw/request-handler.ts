@@ -157,6 +157,8 @@ export class RequestHandler {
    */
   private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply): Reply {
     const openFlags = openFlagsOf(h.opcode, body);
+    // Read as the request is handled (as lookup reads it): a name-making request read later refuses a publish of names.
+    const namesEpoch = this.dirNames?.epoch ?? 0;
     const settled = () => mirror.settled(h.opcode, h.nodeid, openFlags);
     return reply.then(
       (payload) => {
@@ -166,8 +168,12 @@ export class RequestHandler {
             // A read-only handle changed nothing the kernel has to ask about again.
             if ((body.readUInt32LE(8) & O_ACCMODE) !== 0) this.republish(mirror, h.nodeid);
             break;
+          case Op.MKDIR:
+            this.republish(mirror, h.nodeid);
+            this.publishMadeDir(h.nodeid, body, namesEpoch);
+            break;
           case Op.SETATTR: case Op.FSYNC:
-          case Op.CREATE: case Op.MKDIR: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
+          case Op.CREATE: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
             this.republish(mirror, h.nodeid);
             break;
           case Op.RENAME: case Op.RENAME2:
@@ -396,6 +402,24 @@ export class RequestHandler {
     } catch (err) {
       this.log?.(`directory names not published: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * A directory just made holds no name (the vfs lists it so): its names go to the addon at
+   * once, once the MKDIR is answered (the addon takes no names while a request that may make
+   * one is unanswered), so the first file looked up in it (every one `cp -r`, `tar x` or
+   * `git add` makes) is answered there too, not only those after a miss in JavaScript.
+   */
+  private publishMadeDir(parent: number, body: Buffer, epoch: number): void {
+    const dirNames = this.dirNames;
+    const dir = this.inodes.path(parent);
+    if (!dirNames || dir === undefined) return;
+    const name = decodeNames(body.subarray(8), 1)[0]!;
+    const path = dir === "/" ? `/${name}` : `${dir}/${name}`;
+    const nodeid = this.inodes.nodeAt(path);
+    // As long as a miss in it may be kept (readdir's rule).
+    const ttl = this.kernelTtl(this.keptLongMs(path, true));
+    if (nodeid !== undefined && ttl > 0) this.publishNames(dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
   }
 
   /** A name the kernel will cache: its attributes and one more lookup on its node. */
