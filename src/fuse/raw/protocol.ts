@@ -209,6 +209,11 @@ function readU64(v: DataView, at: number): number {
   return v.getUint32(at, true) + v.getUint32(at + 4, true) * 0x1_0000_0000;
 }
 
+/** A signed 64-bit field as a number (the kernel's seconds: before 1970, negative). */
+function readI64(v: DataView, at: number): number {
+  return v.getUint32(at, true) + v.getInt32(at + 4, true) * 0x1_0000_0000;
+}
+
 /** An unsigned 64-bit field of a request (a handle, an offset, a node id) as a number. */
 export function u64At(buf: Buffer, at: number): number {
   return readU64(viewOf(buf), at);
@@ -346,7 +351,8 @@ export interface SetattrIn {
 
 /** fuse_setattr_in (88 bytes). */
 export function decodeSetattrIn(body: Buffer): SetattrIn {
-  const ms = (secAt: number, nsecAt: number) => Number(body.readBigInt64LE(secAt)) * 1000 + body.readUInt32LE(nsecAt) / 1e6;
+  const v = viewOf(body);
+  const ms = (secAt: number, nsecAt: number) => readI64(v, secAt) * 1000 + v.getUint32(nsecAt, true) / 1e6;
   return {
     valid: body.readUInt32LE(0),
     fh: u64At(body, 8),
