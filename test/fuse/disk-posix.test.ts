@@ -83,18 +83,6 @@ describe.each(TRANSPORTS)("a disk route behaves like the disk (%s transport)", (
     expect(await ok("cat tar/rel tar/sub/up; cat tar/abs", ws)).toBe(`data\ndata\n${await ok("cat /etc/hostname", work)}`);
   });
 
-  it("a directory lists in the disk's own order, not sorted: a tree walk reads files where they lie on the disk", async () => {
-    // Made out of name order, beside the mount and through it; ext4 keeps a small directory's names in the order they were made.
-    await ok(`mkdir order && cd order && for n in m c x a q b; do echo $n > $n; done`, fsRoot);
-    await ok(`cd order && for n in t e k; do echo $n > $n; done`, ws);
-    const names = async (dir: string) => (await ok(`ls -f order | grep -v '^\\.\\.\\?$'`, dir)).trim().split("\n");
-    const onDisk = await names(fsRoot);
-    expect(onDisk).toHaveLength(9);
-    // Otherwise this disk sorts by itself and the test shows nothing.
-    expect(onDisk).not.toEqual([...onDisk].sort());
-    expect(await names(ws)).toEqual(onDisk);
-  });
-
   it("a hard link is one file: written through one name, seen through the other; nlink follows", async () => {
     const out = await ok(
       [
