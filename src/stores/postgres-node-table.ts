@@ -3,7 +3,7 @@ import type pg from "pg";
 import { NODE_TABLE, parentPath, type NodeRecord, type NodeTable } from "./node-table.js";
 import { inPgTransaction, underMigrationLock } from "./pg-transaction.js";
 
-/** `path` and everything below it, as a range of the primary key (node-table.ts, WITHIN_SQL); COLLATE "C": byte order. */
+/** `path` and everything below it: the path, or a range of the primary key (node-table.ts, BELOW_SQL; PostgreSQL plans the OR as two index scans); COLLATE "C": byte order. */
 const WITHIN = (param: string) => `(path = ${param} OR (path COLLATE "C" >= ${param} || '/' AND path COLLATE "C" < ${param} || '0'))`;
 
 export class PostgresNodeTable implements NodeTable {

@@ -166,7 +166,7 @@ export class RequestHandler {
         switch (h.opcode) {
           case Op.RELEASE:
             // A read-only handle changed nothing the kernel has to ask about again.
-            if ((body.readUInt32LE(8) & O_ACCMODE) !== 0) this.republish(mirror, h.nodeid);
+            if ((openFlags & O_ACCMODE) !== O_RDONLY) this.republish(mirror, h.nodeid);
             break;
           case Op.MKDIR:
             this.republish(mirror, h.nodeid);
@@ -249,7 +249,7 @@ export class RequestHandler {
     if (h.opcode === Op.INIT) return this.init(body);
     if (h.opcode === Op.DESTROY) return none();
     const path = this.pathOf(h.nodeid);
-    const child = (name: string) => (path === "/" ? `/${name}` : `${path}/${name}`);
+    const child = (name: string) => childPath(path, name);
     const fh = () => u64At(body, 0);
     switch (h.opcode) {
       case Op.LOOKUP:
@@ -411,15 +411,17 @@ export class RequestHandler {
    * `git add` makes) is answered there too, not only those after a miss in JavaScript.
    */
   private publishMadeDir(parent: number, body: Buffer, epoch: number): void {
-    const dirNames = this.dirNames;
     const dir = this.inodes.path(parent);
-    if (!dirNames || dir === undefined) return;
-    const name = decodeNames(body.subarray(8), 1)[0]!;
-    const path = dir === "/" ? `/${name}` : `${dir}/${name}`;
+    if (dir === undefined) return;
+    const path = childPath(dir, decodeNames(body.subarray(8), 1)[0]!);
     const nodeid = this.inodes.nodeAt(path);
-    // As long as a miss in it may be kept (readdir's rule).
+    if (nodeid !== undefined) this.publishDirNames(nodeid, path, epoch);
+  }
+
+  /** The names the vfs holds of directory `path`, to the addon, kept as long as a miss in it may be. */
+  private publishDirNames(nodeid: number, path: string, epoch: number): void {
     const ttl = this.kernelTtl(this.keptLongMs(path, true));
-    if (nodeid !== undefined && ttl > 0) this.publishNames(dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
+    if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
   }
 
   /** A name the kernel will cache: its attributes and one more lookup on its node. */
@@ -650,10 +652,8 @@ export class RequestHandler {
       const mirrorEpoch = this.mirror?.epoch ?? 0;
       snapshot = { entries: await this.list(path, plus), mirrorEpoch };
       this.listings.set(fh, snapshot);
-      // The names just listed answer the misses that follow (`git status` looks for .gitignore
-      // in each directory), kept as long as a miss in this directory may be.
-      const ttl = this.kernelTtl(this.keptLongMs(path, true));
-      if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
+      // The names just listed answer the misses that follow (`git status` looks for .gitignore in each directory).
+      this.publishDirNames(nodeid, path, epoch);
     }
     const listed = snapshot.entries;
     const out = Buffer.alloc(size);
@@ -721,8 +721,8 @@ export class RequestHandler {
   private async rename(fromDir: string, names: Buffer, toDirNode: number, flags: number): Promise<Buffer[]> {
     const [fromName, toName] = decodeNames(names, 2);
     const toDir = this.pathOf(toDirNode);
-    const from = fromDir === "/" ? `/${fromName}` : `${fromDir}/${fromName}`;
-    const to = toDir === "/" ? `/${toName}` : `${toDir}/${toName}`;
+    const from = childPath(fromDir, fromName);
+    const to = childPath(toDir, toName);
     if (flags & ~RENAME_FLAG_NOREPLACE) throw new FsError("EINVAL", `rename flags ${flags}`);
     if (flags & RENAME_FLAG_NOREPLACE) {
       const exists = await this.ops.getattr(to).then(() => true, () => false);
@@ -774,6 +774,11 @@ function sized(value: Buffer, size: number): Buffer[] {
   if (size === 0) return [encodeXattrSize(value.length)];
   if (value.length > size) throw new FsError("ERANGE", `${value.length} bytes do not fit in ${size}`);
   return [value];
+}
+
+/** The path of `name` in directory `dir`. */
+function childPath(dir: string, name: string): string {
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
 }
 
 /** The open flags of an OPEN (fuse_open_in's first field) or a RELEASE (fuse_release_in's second); 0 for others. */
