@@ -19,6 +19,7 @@
 import { contentDigest, digestOfBytes, rememberContentDigest, type FileData } from "../protocol/index.js";
 import { boundedLru } from "../protocol/bounded-lru.js";
 import { BLOB_TOUCH_MS, type Blob, type ContentStore } from "./content-store.js";
+import { derivationOf, type Derivation } from "./files-derivation.js";
 
 export const FILES_MARKER = "__backendfs_files__";
 
@@ -54,30 +55,85 @@ const SHARD_SIZE = 32;
 export const isEncodedFiles = (value: unknown): value is EncodedFiles =>
   typeof value === "object" && value !== null && (value as Record<string, unknown>)[FILES_MARKER] === 1;
 
-/** A map of paths to FileData (or null): what the files channel and its updates hold. */
+/** How many files each map found files-shaped holds: for the maps derived from it (files-derivation.ts). */
+const shapedFiles = new WeakMap<object, number>();
+
+/**
+ * A map of paths to FileData (or null), holding at least one file: what the files channel
+ * and its updates hold. A checkpoint map derived from one found so before is checked by its
+ * update alone.
+ */
 export function isFilesShaped(value: unknown): value is FileEntries {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
   const proto = Object.getPrototypeOf(value);
   if (proto !== Object.prototype && proto !== null) return false;
-  let files = 0;
-  for (const [path, data] of Object.entries(value)) {
-    if (!path.startsWith("/")) return false;
-    if (data === null) continue;
-    if (typeof data !== "object" || !("content" in data) || typeof data.created_at !== "string" || typeof data.modified_at !== "string") return false;
-    files++;
-  }
-  return files > 0;
+  const derivation = derivationOf(value);
+  const before = derivation && shapedFiles.get(derivation.from);
+  const files = before === undefined ? countFiles(value as Record<string, unknown>) : countDerivedFiles(derivation!, before);
+  if (files === undefined || files === 0) return false;
+  shapedFiles.set(value, files);
+  return true;
 }
 
+/** The files among `entries`, undefined when one of them is not a path with a FileData (or null). */
+function countFiles(entries: Record<string, unknown>): number | undefined {
+  let files = 0;
+  for (const path of Object.keys(entries)) {
+    const data = entries[path];
+    if (!path.startsWith("/")) return undefined;
+    if (data === null) continue;
+    if (!isFileDataShaped(data)) return undefined;
+    files++;
+  }
+  return files;
+}
+
+/** countFiles of a map derived from one holding `before` files. */
+function countDerivedFiles({ from, update }: Derivation, before: number): number | undefined {
+  let files = before;
+  for (const path of Object.keys(update)) {
+    const data = update[path];
+    if (!path.startsWith("/") || (data !== null && !isFileDataShaped(data))) return undefined;
+    files += (data === null ? 0 : 1) - (hasOwn(from, path) ? 1 : 0);
+  }
+  return files;
+}
+
+const isFileDataShaped = (data: unknown): boolean =>
+  typeof data === "object" && data !== null && "content" in data && typeof (data as FileData).created_at === "string" && typeof (data as FileData).modified_at === "string";
+
+/** A shard as written: its entries (sorted by path), its blob's key and bytes, and when it was written. */
 interface EncodedShard {
+  entries: Entry[];
   key: string;
   bytes: Uint8Array;
+  writtenAt: number;
+}
+
+/** How a large map was sharded: kept for the checkpoint maps derived from it (files-derivation.ts). */
+interface Sharding {
+  /** Entries in the map. */
+  size: number;
+  shards: EncodedShard[];
 }
 
 /** A FileData as stored, and whether its blob is known to be in the store (written by us, or read from it). */
 interface KnownFile {
   stored: StoredFile;
   inStore: boolean;
+}
+
+/** A manifest made, the sharding to remember for it, and the shards to remember by fingerprint. */
+interface Encoding {
+  encoded: EncodedFiles;
+  sharding?: Sharding;
+  prints?: Array<[string, EncodedShard]>;
+}
+
+/** What one encode writes: new blobs, and the files whose blobs they are (marked stored once the put succeeded). */
+interface Writes {
+  blobs: Blob[];
+  written: KnownFile[];
 }
 
 export class FilesManifest {
@@ -95,39 +151,91 @@ export class FilesManifest {
   /** Shards read recently, by key: the same FileData objects each time they are read. */
   private readonly shardsByKey = boundedLru<string, Entry[]>(16_384);
   private readonly decodedShards = new WeakMap<Entry[], FileEntries>();
+  /** The sharding of each large map encoded (once its blobs are stored). */
+  private readonly shardings = new WeakMap<FileEntries, Sharding>();
 
   constructor(readonly store: ContentStore) {}
 
   /** The manifest of `files`, its new blobs stored; undefined when `files` holds something it cannot encode exactly. */
   async encode(files: FileEntries): Promise<EncodedFiles | undefined> {
-    const blobs: Blob[] = [];
-    /** Marked as stored once the put has succeeded: a failed commit is retried, and must write them then. */
-    const written: KnownFile[] = [];
-    const shards: Array<[print: string, shard: EncodedShard]> = [];
+    const writes: Writes = { blobs: [], written: [] };
+    const made = this.encodeDerived(files, writes) ?? this.encodeWhole(files, writes);
+    if (!made) return undefined;
+    await this.store.put(writes.blobs);
+    for (const known of writes.written) known.inStore = true;
+    if (made.sharding) {
+      this.shardings.set(files, made.sharding);
+      for (const [print, shard] of made.prints ?? []) this.shardsByPrint.set(print, shard);
+    }
+    return made.encoded;
+  }
+
+  /** Every entry of `files` encoded; large maps by shards, those recognised by fingerprint reused. */
+  private encodeWhole(files: FileEntries, writes: Writes): Encoding | undefined {
     const entries: Entry[] = [];
     for (const path of Object.keys(files)) {
       const data = files[path];
-      if (data === null || data === undefined) {
-        entries.push([path, null]);
-        continue;
-      }
-      const known = this.knownFile(data);
-      if (!known) return undefined;
-      // New content is written (or its time renewed) once; content read back, or carried over
-      // from the checkpoint a commit builds on, is named by that checkpoint already.
-      if (known.stored.b !== undefined && !known.inStore) {
-        blobs.push([known.stored.b, blobBytes(data, known.stored)]);
-        written.push(known);
-      }
-      entries.push([path, known.stored]);
+      const stored = data === null || data === undefined ? null : this.storedFile(data, writes);
+      if (stored === undefined) return undefined;
+      entries.push([path, stored]);
     }
-    let encoded: EncodedFiles;
-    if (entries.length <= SHARD_FROM) encoded = { [FILES_MARKER]: 1, entries };
-    else encoded = { [FILES_MARKER]: 1, shards: this.shardKeys(files, entries, blobs, shards) };
-    await this.store.put(blobs);
-    for (const known of written) known.inStore = true;
-    for (const [print, shard] of shards) this.shardsByPrint.set(print, shard);
-    return encoded;
+    if (entries.length <= SHARD_FROM) return { encoded: { [FILES_MARKER]: 1, entries } };
+    const prints: Array<[string, EncodedShard]> = [];
+    const shards = this.shardsOf(files, entries, writes, prints);
+    return { encoded: manifestOf(shards), sharding: { size: entries.length, shards }, prints };
+  }
+
+  /**
+   * A checkpoint map built from one encoded before by an update (files-derivation.ts): only
+   * the shards the update's paths fall in are encoded again, and those written longer than
+   * BLOB_TOUCH_MS ago (as shardsByPrint forgets them). Undefined when the map was not
+   * derived so, or the number of shards changes.
+   */
+  private encodeDerived(files: FileEntries, writes: Writes): Encoding | undefined {
+    const derivation = derivationOf(files);
+    const base = derivation && this.shardings.get(derivation.from);
+    if (!base) return undefined;
+    const { from, update } = derivation!;
+    const paths = Object.keys(update);
+    let size = base.size;
+    for (const path of paths) size += (update[path] ? 1 : 0) - (hasOwn(from, path) ? 1 : 0);
+    const count = shardCount(size);
+    if (size <= SHARD_FROM || count !== base.shards.length) return undefined;
+    const changes = new Map<number, Entry[]>();
+    for (const path of paths) {
+      const data = update[path];
+      const stored = data ? this.storedFile(data, writes) : null;
+      if (stored === undefined) return undefined;
+      const shard = hashPath(path) & (count - 1);
+      const changed = changes.get(shard);
+      if (changed) changed.push([path, stored]);
+      else changes.set(shard, [[path, stored]]);
+    }
+    const now = Date.now();
+    const shards = base.shards.map((shard, i) => {
+      const changed = changes.get(i);
+      if (!changed && now - shard.writtenAt < BLOB_TOUCH_MS) return shard;
+      const byPath = new Map(shard.entries.map((entry) => [entry[0], entry]));
+      for (const entry of changed ?? []) {
+        if (entry[1] === null) byPath.delete(entry[0]);
+        else byPath.set(entry[0], entry);
+      }
+      return this.writeShard(files, [...byPath.values()].sort(byEntryPath), writes, now);
+    });
+    return { encoded: manifestOf(shards), sharding: { size, shards } };
+  }
+
+  /** How `data` is stored; a new blob is queued in `writes`. Undefined when it cannot be stored exactly. */
+  private storedFile(data: FileData, writes: Writes): StoredFile | undefined {
+    const known = this.knownFile(data);
+    if (!known) return undefined;
+    // New content is written (or its time renewed) once; content read back, or carried over
+    // from the checkpoint a commit builds on, is named by that checkpoint already.
+    if (known.stored.b !== undefined && !known.inStore) {
+      writes.blobs.push([known.stored.b, blobBytes(data, known.stored)]);
+      writes.written.push(known);
+    }
+    return known.stored;
   }
 
   /** The files map (or update) a manifest names; throws when a blob is missing. */
@@ -207,28 +315,34 @@ export class FilesManifest {
     return made;
   }
 
-  /** The shard keys of a large map; shards not recognised are encoded and added to `blobs`, and to `encoded` to be remembered once stored. */
-  private shardKeys(files: FileEntries, entries: Entry[], blobs: Blob[], encoded: Array<[string, EncodedShard]>): string[] {
-    const count = 2 ** Math.ceil(Math.log2(Math.ceil(entries.length / SHARD_SIZE)));
+  /** The shards of a large map; those not recognised by fingerprint are written (and added to `prints`, remembered once stored). */
+  private shardsOf(files: FileEntries, entries: Entry[], writes: Writes, prints: Array<[string, EncodedShard]>): EncodedShard[] {
+    const count = shardCount(entries.length);
     const buckets: Entry[][] = Array.from({ length: count }, () => []);
     for (const entry of entries) buckets[hashPath(entry[0]) & (count - 1)]!.push(entry);
+    const now = Date.now();
     return buckets.map((bucket) => {
       const print = `${count}\0${bucket.map(([path]) => `${path}\0${this.idOf(files[path])}`).join("\0")}`;
       let shard = this.shardsByPrint.get(print);
       if (!shard) {
-        const sorted = [...bucket].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
-        const bytes = Buffer.from(JSON.stringify({ e: sorted }), "utf8");
-        shard = { key: `s.${digestOfBytes(bytes)}`, bytes };
-        encoded.push([print, shard]);
-        blobs.push([shard.key, shard.bytes]);
-        this.shardsByKey.set(shard.key, sorted);
-        // Read back later, the shard gives these same objects (their versions stay cached).
-        const decoded: FileEntries = {};
-        for (const [path] of sorted) decoded[path] = files[path] ?? null;
-        this.decodedShards.set(sorted, decoded);
+        shard = this.writeShard(files, [...bucket].sort(byEntryPath), writes, now);
+        prints.push([print, shard]);
       }
-      return shard.key;
+      return shard;
     });
+  }
+
+  /** A shard of `files` with these (sorted) entries, its blob queued in `writes`. */
+  private writeShard(files: FileEntries, entries: Entry[], writes: Writes, now: number): EncodedShard {
+    const bytes = Buffer.from(JSON.stringify({ e: entries }), "utf8");
+    const shard: EncodedShard = { entries, key: `s.${digestOfBytes(bytes)}`, bytes, writtenAt: now };
+    writes.blobs.push([shard.key, bytes]);
+    this.shardsByKey.set(shard.key, entries);
+    // Read back later, the shard gives these same objects (their versions stay cached).
+    const decoded: FileEntries = {};
+    for (const [path] of entries) decoded[path] = files[path] ?? null;
+    this.decodedShards.set(entries, decoded);
+    return shard;
   }
 
   private idOf(data: FileData | null | undefined): number {
@@ -241,6 +355,15 @@ export class FilesManifest {
     return id;
   }
 }
+
+const manifestOf = (shards: EncodedShard[]): EncodedFiles => ({ [FILES_MARKER]: 1, shards: shards.map((shard) => shard.key) });
+
+/** Shards for a map of `entries` entries: a power of two, about SHARD_SIZE entries each. */
+const shardCount = (entries: number): number => 2 ** Math.ceil(Math.log2(Math.ceil(entries / SHARD_SIZE)));
+
+const byEntryPath = (a: Entry, b: Entry): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
+const hasOwn = (files: object, path: string): boolean => Object.prototype.hasOwnProperty.call(files, path);
 
 /** The bytes of a file's blob. */
 function blobBytes(data: FileData, stored: StoredFile): Uint8Array {

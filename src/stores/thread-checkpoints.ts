@@ -10,6 +10,7 @@
 import type { BaseCheckpointSaver, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { mergeFilesUpdate, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+import { recordDerivation } from "./files-derivation.js";
 
 export interface CheckpointLink {
   id: string;
@@ -39,6 +40,8 @@ const FILES = "files";
 /** Checkpoints fetched per page when walking recent history through the saver: few at first (usually one or two are newer), more later. */
 const FIRST_PAGE = 2;
 const MAX_PAGE = 32;
+/** Our own checkpoints whose changed paths are remembered (changedBetween). */
+const OWN_CHANGES_KEPT = 64;
 
 export function filesOf(tuple: CheckpointTuple | undefined): FilesMap {
   const files = tuple?.checkpoint.channel_values[FILES];
@@ -59,6 +62,8 @@ export class ThreadCheckpoints {
    */
   private cachedFiles: CheckpointFiles | undefined;
   private cachedTuple: CheckpointTuple | undefined;
+  /** The paths each of our recent checkpoints changed from its parent ("" for none), by id. */
+  private readonly ownChanges = new Map<string, { parentId: string; paths: string[] }>();
 
   constructor(
     private readonly source: CheckpointerSource,
@@ -120,6 +125,22 @@ export class ThreadCheckpoints {
     return tuple;
   }
 
+  /**
+   * The paths that may differ between checkpoint `fromId` ("" for none) and `toId` when every
+   * checkpoint from one to the other is one of ours: the union of what each changed, without
+   * reading either. Undefined otherwise.
+   */
+  changedBetween(fromId: string, toId: string): string[] | undefined {
+    const paths = new Set<string>();
+    for (let id = toId; id !== fromId; ) {
+      const own = this.ownChanges.get(id);
+      if (!own) return undefined;
+      for (const path of own.paths) paths.add(path);
+      id = own.parentId;
+    }
+    return [...paths];
+  }
+
   /** Every checkpoint newer than `afterId`, newest first. */
   async links(afterId: string): Promise<CheckpointLink[]> {
     if (this.reader) return this.reader.links(this.threadId, this.checkpointNs, afterId);
@@ -143,7 +164,10 @@ export class ThreadCheckpoints {
     const saver = await this.saver();
     const { copyCheckpoint, emptyCheckpoint, uuid6 } = await import("@langchain/langgraph-checkpoint");
     const checkpoint = base ? copyCheckpoint(base.checkpoint) : emptyCheckpoint();
-    checkpoint.channel_values[FILES] = mergeFilesUpdate(filesOf(base), update);
+    const before = filesOf(base);
+    const files = mergeFilesUpdate(before, update);
+    recordDerivation(files, before, update);
+    checkpoint.channel_values[FILES] = files;
     // Savers version channels with numbers (ours too); the declared type also allows strings.
     const version = saver.getNextVersion(checkpoint.channel_versions[FILES] as number | undefined);
     checkpoint.channel_versions[FILES] = version;
@@ -153,6 +177,8 @@ export class ThreadCheckpoints {
     const metadata = { source: "update" as const, step, parents: base?.metadata?.parents ?? {}, ...extraMetadata };
     const saved = await saver.put(base?.config ?? this.config(), checkpoint, metadata, { [FILES]: version });
     const id = saved.configurable?.checkpoint_id as string;
+    this.ownChanges.set(id, { parentId: base?.checkpoint.id ?? "", paths: Object.keys(update) });
+    if (this.ownChanges.size > OWN_CHANGES_KEPT) this.ownChanges.delete(this.ownChanges.keys().next().value!);
     // What we just wrote is known without reading it back (kept only while it stays the latest).
     if (this.reader?.latestId && id === checkpoint.id) {
       this.cachedTuple = { config: saved, checkpoint, metadata, parentConfig: base?.config ?? undefined, pendingWrites: [] };

@@ -258,6 +258,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     const latest = await this.committed();
     const now = latest?.id ?? "";
     if (token === null || token === now) return { token: now, changed: [] };
+    const ours = this.checkpoints.changedBetween(token, now);
+    if (ours) return { token: now, changed: ours.sort() };
     const then = token === "" ? undefined : await this.checkpoints.files(token);
     if (token !== "" && then === undefined) return { token: now, changed: "all" };
     const before = then?.files ?? {};
@@ -616,6 +618,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
     this.baseVersions = new Map();
     try {
       this.report(await this.withLock(() => this.commit(this.inFlight, baseVersions)));
+      this.layered.landed(this.inFlight);
       // A failed batch went back into pending: it has just landed with this one.
       this.commitFailure = undefined;
       // Superseded commits become prunable once their grace has passed.
@@ -626,13 +629,13 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       // (a later write planned on top of it had taken ours, never committed, as its base).
       this.pending = { ...this.inFlight, ...this.pending };
       for (const [key, version] of baseVersions) this.baseVersions.set(key, version);
+      this.layered.reset();
       const message = `Error writing thread '${this.threadId}': ${errorMessage(error)}`;
       if (this.writeBack) this.commitFailure = message;
       else this.addError(message);
       return false;
     } finally {
       this.inFlight = {};
-      this.layered.reset();
       this.settledBatches++;
       this.startPolling();
     }
