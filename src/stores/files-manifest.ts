@@ -5,13 +5,20 @@
  *
  *   { "__backendfs_files__": 1, "entries": [[path, file | null], ...] }   up to SHARD_FROM files
  *   { "__backendfs_files__": 1, "shards": [key, ...] }                     more: entries in blobs
+ *   { "__backendfs_files__": 1, "grouped": 1, "shards": [key, ...] }       more than GROUP_FROM
+ *                                                                          shards: keys of blobs
+ *                                                                          listing shard keys
  *
  * A file is `{ b: key, a: "t" | "b" | "l", f: {created_at, modified_at, mimeType...} }` (text
  * as UTF-8, bytes as they are, v1 lines joined with "\n"), or for short or unusual text
  * `{ t: string }` / `{ l: string[] }` inline; `u` lists fields that were present but
- * undefined. Paths fall into a power-of-two number of shards by hash, about SHARD_SIZE each,
- * so a commit writes the one or two shards its files fall in; an unchanged shard (the same
- * FileData objects at the same paths) is recognised without encoding it again.
+ * undefined. A shard is `{ e: entries }`, the entries sorted by path and cut into shards of
+ * about SHARD_SIZE where a path's hash says (files-chunks.ts), so that a commit writes the
+ * shards its paths fall in, and files made together fall in a few. A group is `{ s: keys }`,
+ * shards cut the same way: a checkpoint of a large thread names a few dozen groups instead of
+ * thousands of shards. An unchanged shard or group is recognised without encoding it again.
+ * (Versions before groups fail to read a grouped manifest, as a group is no shard; never
+ * as an empty thread.)
  *
  * Only what round-trips exactly is encoded: a map holding anything else (a FileData with a
  * field that is not a string) is left to the checkpointer's own serializer, whole.
@@ -20,6 +27,7 @@ import { contentDigest, digestOfBytes, rememberContentDigest, type FileData } fr
 import { boundedLru } from "../protocol/bounded-lru.js";
 import { BLOB_TOUCH_MS, type Blob, type ContentStore } from "./content-store.js";
 import { derivationOf, type Derivation } from "./files-derivation.js";
+import { chunkAll, chunkIndexOf, rechunk, type ChunkRule } from "./files-chunks.js";
 
 export const FILES_MARKER = "__backendfs_files__";
 
@@ -41,6 +49,8 @@ export interface EncodedFiles {
   [FILES_MARKER]: 1;
   entries?: Entry[];
   shards?: string[];
+  /** `shards` names groups of shards. */
+  grouped?: 1;
 }
 
 type FileEntries = Record<string, FileData | null>;
@@ -49,8 +59,14 @@ type FileEntries = Record<string, FileData | null>;
 const INLINE_TEXT_CHARS = 256;
 /** Up to this many files the manifest lists them itself. */
 const SHARD_FROM = 32;
-/** Files per shard, about. */
+/** Files per shard, about (a path ends a shard when its hash's low bits are 0), and at most. */
 const SHARD_SIZE = 32;
+const SHARD_MAX = 256;
+/** Above this many shards the manifest names groups of them. */
+const GROUP_FROM = 64;
+/** Shards per group, about (by other bits of the hash of a shard's last path), and at most. */
+const GROUP_SIZE = 64;
+const GROUP_MAX = 512;
 
 export const isEncodedFiles = (value: unknown): value is EncodedFiles =>
   typeof value === "object" && value !== null && (value as Record<string, unknown>)[FILES_MARKER] === 1;
@@ -114,7 +130,14 @@ interface EncodedShard {
 interface Sharding {
   /** Entries in the map. */
   size: number;
+  /** In path order. */
   shards: EncodedShard[];
+}
+
+/** A group of shards as written. */
+interface EncodedGroup {
+  key: string;
+  writtenAt: number;
 }
 
 /** A FileData as stored, and whether its blob is known to be in the store (written by us, or read from it). */
@@ -128,6 +151,7 @@ interface Encoding {
   encoded: EncodedFiles;
   sharding?: Sharding;
   prints?: Array<[string, EncodedShard]>;
+  groups?: Array<[string, EncodedGroup]>;
 }
 
 /** What one encode writes: new blobs, and the files whose blobs they are (marked stored once the put succeeded). */
@@ -150,6 +174,10 @@ export class FilesManifest {
   private readonly shardsByPrint = boundedLru<string, EncodedShard>(16_384, { ttl: BLOB_TOUCH_MS });
   /** Shards read recently, by key: the same FileData objects each time they are read. */
   private readonly shardsByKey = boundedLru<string, Entry[]>(16_384);
+  /** Groups written recently, by their shards' keys; forgotten after BLOB_TOUCH_MS as shards are. */
+  private readonly groupsByShards = boundedLru<string, EncodedGroup>(4_096, { ttl: BLOB_TOUCH_MS });
+  /** Groups read recently: their shards' keys. */
+  private readonly groupsByKey = boundedLru<string, string[]>(4_096);
   private readonly decodedShards = new WeakMap<Entry[], FileEntries>();
   /** The sharding of each large map encoded (once its blobs are stored). */
   private readonly shardings = new WeakMap<FileEntries, Sharding>();
@@ -163,10 +191,9 @@ export class FilesManifest {
     if (!made) return undefined;
     await this.store.put(writes.blobs);
     for (const known of writes.written) known.inStore = true;
-    if (made.sharding) {
-      this.shardings.set(files, made.sharding);
-      for (const [print, shard] of made.prints ?? []) this.shardsByPrint.set(print, shard);
-    }
+    if (made.sharding) this.shardings.set(files, made.sharding);
+    for (const [print, shard] of made.prints ?? []) this.shardsByPrint.set(print, shard);
+    for (const [keys, group] of made.groups ?? []) this.groupsByShards.set(keys, group);
     return made.encoded;
   }
 
@@ -181,15 +208,24 @@ export class FilesManifest {
     }
     if (entries.length <= SHARD_FROM) return { encoded: { [FILES_MARKER]: 1, entries } };
     const prints: Array<[string, EncodedShard]> = [];
-    const shards = this.shardsOf(files, entries, writes, prints);
-    return { encoded: manifestOf(shards), sharding: { size: entries.length, shards }, prints };
+    const now = Date.now();
+    const shards = chunkAll(entries.sort(byEntryPath), SHARD_RULE).map((chunk) => {
+      const print = chunk.map(([path]) => `${path}\0${this.idOf(files[path])}`).join("\0");
+      let shard = this.shardsByPrint.get(print);
+      if (!shard) {
+        shard = this.writeShard(files, chunk, writes, now);
+        prints.push([print, shard]);
+      }
+      return shard;
+    });
+    return { ...this.manifestOf(shards, writes, now), sharding: { size: entries.length, shards }, prints };
   }
 
   /**
    * A checkpoint map built from one encoded before by an update (files-derivation.ts): only
-   * the shards the update's paths fall in are encoded again, and those written longer than
-   * BLOB_TOUCH_MS ago (as shardsByPrint forgets them). Undefined when the map was not
-   * derived so, or the number of shards changes.
+   * the shards the update's paths fall in are cut and encoded again (rechunk), and those
+   * written longer than BLOB_TOUCH_MS ago (as shardsByPrint forgets them). Undefined when the
+   * map was not derived so.
    */
   private encodeDerived(files: FileEntries, writes: Writes): Encoding | undefined {
     const derivation = derivationOf(files);
@@ -199,30 +235,51 @@ export class FilesManifest {
     const paths = Object.keys(update);
     let size = base.size;
     for (const path of paths) size += (update[path] ? 1 : 0) - (hasOwn(from, path) ? 1 : 0);
-    const count = shardCount(size);
-    if (size <= SHARD_FROM || count !== base.shards.length) return undefined;
-    const changes = new Map<number, Entry[]>();
+    if (size <= SHARD_FROM) return undefined;
+    const old = base.shards.map((shard) => shard.entries);
+    const changes = new Map<number, Map<string, Entry>>();
     for (const path of paths) {
       const data = update[path];
       const stored = data ? this.storedFile(data, writes) : null;
       if (stored === undefined) return undefined;
-      const shard = hashPath(path) & (count - 1);
-      const changed = changes.get(shard);
-      if (changed) changed.push([path, stored]);
-      else changes.set(shard, [[path, stored]]);
+      const entry: Entry = [path, stored];
+      const index = chunkIndexOf(old, entry, byEntryPath);
+      let changed = changes.get(index);
+      if (!changed) changes.set(index, (changed = new Map(old[index]!.map((e) => [e[0], e]))));
+      if (stored === null) changed.delete(path);
+      else changed.set(path, entry);
     }
     const now = Date.now();
-    const shards = base.shards.map((shard, i) => {
-      const changed = changes.get(i);
-      if (!changed && now - shard.writtenAt < BLOB_TOUCH_MS) return shard;
-      const byPath = new Map(shard.entries.map((entry) => [entry[0], entry]));
-      for (const entry of changed ?? []) {
-        if (entry[1] === null) byPath.delete(entry[0]);
-        else byPath.set(entry[0], entry);
-      }
-      return this.writeShard(files, [...byPath.values()].sort(byEntryPath), writes, now);
+    const changed = new Map<number, Entry[]>();
+    for (const [index, byPath] of changes) changed.set(index, [...byPath.values()].sort(byEntryPath));
+    // Shards due to be written again count as changed, with the same entries.
+    base.shards.forEach((shard, index) => {
+      if (!changed.has(index) && now - shard.writtenAt >= BLOB_TOUCH_MS) changed.set(index, shard.entries);
     });
-    return { encoded: manifestOf(shards), sharding: { size, shards } };
+    const { chunks, made } = rechunk(old, changed, SHARD_RULE);
+    const byEntries = new Map(base.shards.map((shard) => [shard.entries, shard]));
+    const shards = chunks.map((chunk) => (made.has(chunk) ? this.writeShard(files, chunk, writes, now) : byEntries.get(chunk)!));
+    return { ...this.manifestOf(shards, writes, now), sharding: { size, shards } };
+  }
+
+  /** The manifest naming `shards`: the shards themselves, or above GROUP_FROM groups of them (those not recognised written). */
+  private manifestOf(shards: EncodedShard[], writes: Writes, now: number): Pick<Encoding, "encoded" | "groups"> {
+    if (shards.length <= GROUP_FROM) return { encoded: { [FILES_MARKER]: 1, shards: shards.map((shard) => shard.key) } };
+    const groups: Array<[string, EncodedGroup]> = [];
+    const keys = chunkAll(shards, GROUP_RULE).map((chunk) => {
+      const shardKeys = chunk.map((shard) => shard.key);
+      const joined = shardKeys.join(",");
+      let group = this.groupsByShards.get(joined);
+      if (!group) {
+        const bytes = Buffer.from(JSON.stringify({ s: shardKeys }), "utf8");
+        group = { key: `s.${digestOfBytes(bytes)}`, writtenAt: now };
+        writes.blobs.push([group.key, bytes]);
+        this.groupsByKey.set(group.key, shardKeys);
+        groups.push([joined, group]);
+      }
+      return group.key;
+    });
+    return { encoded: { [FILES_MARKER]: 1, grouped: 1, shards: keys }, groups };
   }
 
   /** How `data` is stored; a new blob is queued in `writes`. Undefined when it cannot be stored exactly. */
@@ -241,7 +298,7 @@ export class FilesManifest {
   /** The files map (or update) a manifest names; throws when a blob is missing. */
   async decode(encoded: EncodedFiles): Promise<FileEntries> {
     if (encoded.entries) return this.decodeEntries(encoded.entries);
-    const keys = encoded.shards ?? [];
+    const keys = encoded.grouped ? await this.shardKeysOf(encoded.shards ?? []) : (encoded.shards ?? []);
     const missing = keys.filter((key) => !this.shardsByKey.has(key));
     const fetched = await this.store.getAll(missing, (key) => `a files shard (${key})`);
     const files: FileEntries = {};
@@ -259,6 +316,20 @@ export class FilesManifest {
       Object.assign(files, decoded);
     }
     return files;
+  }
+
+  /** The shard keys the groups name, in order. */
+  private async shardKeysOf(groups: string[]): Promise<string[]> {
+    const missing = groups.filter((key) => !this.groupsByKey.has(key));
+    const fetched = await this.store.getAll(missing, (key) => `a group of files shards (${key})`);
+    return groups.flatMap((key) => {
+      let keys = this.groupsByKey.get(key);
+      if (!keys) {
+        keys = (JSON.parse(Buffer.from(fetched.get(key)!).toString("utf8")) as { s: string[] }).s;
+        this.groupsByKey.set(key, keys);
+      }
+      return keys;
+    });
   }
 
   private async decodeEntries(entries: readonly Entry[]): Promise<FileEntries> {
@@ -315,23 +386,6 @@ export class FilesManifest {
     return made;
   }
 
-  /** The shards of a large map; those not recognised by fingerprint are written (and added to `prints`, remembered once stored). */
-  private shardsOf(files: FileEntries, entries: Entry[], writes: Writes, prints: Array<[string, EncodedShard]>): EncodedShard[] {
-    const count = shardCount(entries.length);
-    const buckets: Entry[][] = Array.from({ length: count }, () => []);
-    for (const entry of entries) buckets[hashPath(entry[0]) & (count - 1)]!.push(entry);
-    const now = Date.now();
-    return buckets.map((bucket) => {
-      const print = `${count}\0${bucket.map(([path]) => `${path}\0${this.idOf(files[path])}`).join("\0")}`;
-      let shard = this.shardsByPrint.get(print);
-      if (!shard) {
-        shard = this.writeShard(files, [...bucket].sort(byEntryPath), writes, now);
-        prints.push([print, shard]);
-      }
-      return shard;
-    });
-  }
-
   /** A shard of `files` with these (sorted) entries, its blob queued in `writes`. */
   private writeShard(files: FileEntries, entries: Entry[], writes: Writes, now: number): EncodedShard {
     const bytes = Buffer.from(JSON.stringify({ e: entries }), "utf8");
@@ -356,10 +410,13 @@ export class FilesManifest {
   }
 }
 
-const manifestOf = (shards: EncodedShard[]): EncodedFiles => ({ [FILES_MARKER]: 1, shards: shards.map((shard) => shard.key) });
-
-/** Shards for a map of `entries` entries: a power of two, about SHARD_SIZE entries each. */
-const shardCount = (entries: number): number => 2 ** Math.ceil(Math.log2(Math.ceil(entries / SHARD_SIZE)));
+/** A path ends a shard when the low bits of its hash are 0 (one in SHARD_SIZE). */
+const SHARD_RULE: ChunkRule<Entry> = { ends: ([path]) => (hashPath(path) & (SHARD_SIZE - 1)) === 0, max: SHARD_MAX };
+/** A shard ends a group when higher bits of its last path's hash are 0 (one in GROUP_SIZE). */
+const GROUP_RULE: ChunkRule<EncodedShard> = {
+  ends: (shard) => ((hashPath(shard.entries[shard.entries.length - 1]![0]) >>> 16) & (GROUP_SIZE - 1)) === 0,
+  max: GROUP_MAX,
+};
 
 const byEntryPath = (a: Entry, b: Entry): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 
@@ -386,12 +443,17 @@ function fileDataOf(file: StoredFile, blob: Uint8Array | undefined): FileData {
   return data as unknown as FileData;
 }
 
-/** FNV-1a over the path's UTF-16 units: spreads paths over shards, stable across runs. */
+/** FNV-1a over the path's UTF-16 units, its bits mixed (murmur3's finalizer): stable across runs, every bit evenly spread. */
 function hashPath(path: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < path.length; i++) {
     hash ^= path.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193);
   }
+  hash ^= hash >>> 16;
+  hash = Math.imul(hash, 0x85ebca6b);
+  hash ^= hash >>> 13;
+  hash = Math.imul(hash, 0xc2b2ae35);
+  hash ^= hash >>> 16;
   return hash >>> 0;
 }

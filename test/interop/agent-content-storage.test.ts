@@ -115,8 +115,8 @@ function binaryBytes(size: number): Uint8Array {
 const LONG_TEXT = `# Shared notes é ✓ 🚀\n${Array.from({ length: 30 }, (_, i) => `line ${i} of the notes, long enough to be a blob`).join("\n")}\nthe needle is here\n`;
 const SHORT_TEXT = "short note, inline in the manifest\nneedle two\n";
 const V1_TEXT = `${Array.from({ length: 20 }, (_, i) => `v1 line ${i} ${"x".repeat(20)}`).join("\n")}\nneedle in v1\n`;
-const MANY = 45;
-const manyPath = (i: number) => `/many/f${String(i).padStart(2, "0")}.txt`;
+const MANY = 120;
+const manyPath = (i: number) => `/many/f${String(i).padStart(3, "0")}.txt`;
 /** Some under the inline limit, some over it. */
 const manyText = (i: number) => (i % 3 === 0 ? `file ${i} ${"m".repeat(400)}\nmarker-${i}\n` : `file ${i}\nmarker-${i}\n`);
 

@@ -45,26 +45,29 @@ function recordingManifest() {
   return { storage, puts, manifest: new FilesManifest(new ContentStore(storage)) };
 }
 
-const shardBlobs = (blobs: Blob[]) => blobs.filter(([key]) => key.startsWith("s."));
+/** The blobs written that are shards (`{ e: entries }`), and those that are groups of shards (`{ s: keys }`). */
+const shardBlobs = (blobs: Blob[]) => blobs.filter(([key, bytes]) => key.startsWith("s.") && "e" in JSON.parse(Buffer.from(bytes).toString()));
+const groupBlobs = (blobs: Blob[]) => blobs.filter(([key, bytes]) => key.startsWith("s.") && "s" in JSON.parse(Buffer.from(bytes).toString()));
 
 afterEach(() => vi.useRealTimers());
 
 describe("the manifest of a derived checkpoint map", () => {
   it("writes only the shards the update falls in, and names the same shards a whole encoding does", async () => {
     const { manifest, puts, storage } = recordingManifest();
-    const base = thread(2000);
+    const base = thread(1200);
     const first = (await manifest.encode(base))!;
-    expect(first.shards!.length).toBe(64);
+    expect(first.grouped).toBeUndefined();
+    expect(first.shards!.length).toBeGreaterThan(20);
     const update: FilesUpdate = { "/d1/f1.txt": file("changed"), "/d2/f2.txt": null, "/new/one.txt": file("new ".repeat(100)) };
     const next = derive(base, update);
     const encoded = (await manifest.encode(next))!;
-    // The content of the new file, and at most one shard per path changed.
+    // The content of the new file, and the shard each path falls in (or the two a delete joined).
     const written = puts.at(-1)!;
     expect(shardBlobs(written).length).toBeGreaterThan(0);
-    expect(shardBlobs(written).length).toBeLessThanOrEqual(3);
+    expect(shardBlobs(written).length).toBeLessThanOrEqual(4);
     expect(written.length - shardBlobs(written).length).toBe(1);
-    const changedShards = encoded.shards!.filter((key, i) => key !== first.shards![i]);
-    expect(changedShards.sort()).toEqual(shardBlobs(written).map(([key]) => key).sort());
+    const known = new Set(first.shards);
+    expect(encoded.shards!.filter((key) => !known.has(key)).sort()).toEqual(shardBlobs(written).map(([key]) => key).sort());
 
     // A manifest that never saw the base encodes the same map whole: the same shards.
     const whole = (await recordingManifest().manifest.encode({ ...next }))!;
@@ -73,20 +76,48 @@ describe("the manifest of a derived checkpoint map", () => {
     expect(await new FilesManifest(new ContentStore(storage)).decode(encoded)).toEqual(next);
   });
 
-  it("a chain of derivations stays equal to the whole encoding; a change in the number of shards encodes the map whole", async () => {
+  it("a directory of 100 files made in one commit falls in a few shards, not one shard per file", async () => {
+    const { manifest, puts } = recordingManifest();
+    const base = thread(3000);
+    await manifest.encode(base);
+    const update: FilesUpdate = {};
+    for (let i = 0; i < 100; i++) update[`/d4/new/f${String(i).padStart(3, "0")}.txt`] = file(`new ${i}`);
+    await manifest.encode(derive(base, update));
+    expect(shardBlobs(puts.at(-1)!).length).toBeLessThanOrEqual(10);
+  });
+
+  it("a large thread's manifest names groups of shards: a one-file commit writes one shard and one group", async () => {
+    const { manifest, puts, storage } = recordingManifest();
+    const base = thread(8000);
+    const first = (await manifest.encode(base))!;
+    expect(first.grouped).toBe(1);
+    expect(first.shards!.length).toBeLessThan(12);
+    const next = derive(base, { "/d3/f3.txt": file("one change") });
+    const encoded = (await manifest.encode(next))!;
+    expect(shardBlobs(puts.at(-1)!)).toHaveLength(1);
+    expect(groupBlobs(puts.at(-1)!)).toHaveLength(1);
+    expect(JSON.stringify(encoded).length).toBeLessThan(1000);
+    expect(encoded.shards).toEqual((await recordingManifest().manifest.encode({ ...next }))!.shards);
+    expect(await new FilesManifest(new ContentStore(storage)).decode(encoded)).toEqual(next);
+  });
+
+  it("a chain of derivations stays equal to the whole encoding, as the thread grows past grouping", async () => {
     const { manifest } = recordingManifest();
     let files = thread(1000);
     await manifest.encode(files);
-    for (let round = 0; round < 30; round++) {
+    let encoded: Awaited<ReturnType<FilesManifest["encode"]>>;
+    for (let round = 0; round < 40; round++) {
       const update: FilesUpdate = {};
-      for (let i = 0; i < 40; i++) update[`/r${round}/g${i}.txt`] = file(`r${round} g${i}`);
+      for (let i = 0; i < 40; i++) update[`/d${(round + i) % 9}/f${round}${i}x.txt`] = file(`r${round} g${i}`);
       update[`/d${round % 9}/f${round * 9 + (round % 9)}.txt`] = null;
+      update[`/d${(round + 1) % 9}/f${round * 9 + ((round + 1) % 9)}.txt`] = file(`edit ${round}`);
       files = derive(files, update);
-      const encoded = (await manifest.encode(files))!;
+      encoded = await manifest.encode(files);
       const whole = (await recordingManifest().manifest.encode({ ...files }))!;
-      expect(encoded.shards).toEqual(whole.shards);
+      expect(encoded!.shards).toEqual(whole.shards);
+      expect(encoded!.grouped).toEqual(whole.grouped);
     }
-    expect(Object.keys(files).length).toBeGreaterThan(2048);
+    expect(encoded!.grouped).toBe(1);
   });
 
   it("writes every shard again once BLOB_TOUCH_MS has passed since it was written, as a whole encoding does", async () => {
@@ -94,6 +125,7 @@ describe("the manifest of a derived checkpoint map", () => {
     const { manifest, puts } = recordingManifest();
     const base = thread(500);
     const first = (await manifest.encode(base))!;
+    expect(first.grouped).toBeUndefined();
     vi.setSystemTime(Date.now() + BLOB_TOUCH_MS + 1);
     await manifest.encode(derive(base, { "/d0/f0.txt": file("again") }));
     expect(shardBlobs(puts.at(-1)!).length).toBe(first.shards!.length);

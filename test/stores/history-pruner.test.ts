@@ -126,6 +126,30 @@ describe("SqliteHistory", () => {
   });
 });
 
+describe("SqliteHistory on a large thread", () => {
+  const sqlite = useSqliteThread("backendfs-history-large-");
+  it("sweeps what superseded commits named and keeps every shard and group the latest names", async () => {
+    const db = sqlite.db();
+    const backend = new ThreadStateBackend({ checkpointer: await sqliteCheckpointer(db), threadId: "big", batchWindowMs: 0, history: { policy, store: new SqliteHistory(db) } });
+    const content = (i: number, round: number) => `file ${i} round ${round} `.repeat(20);
+    await backend.uploadFiles(Array.from({ length: 6000 }, (_, i) => [`/d${i % 50}/f${i}.txt`, Buffer.from(content(i, 0))] as [string, Uint8Array]));
+    for (let round = 1; round <= 5; round++) await backend.write(`/d${round}/new${round}.txt`, content(round, round));
+    await backend.uploadFiles([[`/d7/f7.txt`, Buffer.from(content(7, 9))]]);
+    const latest = db.prepare("SELECT CAST(checkpoint AS TEXT) AS text FROM checkpoints ORDER BY checkpoint_id DESC LIMIT 1").get() as { text: string };
+    expect(latest.text).toContain('"grouped":1');
+    db.prepare("UPDATE backendfs_blobs SET stored_at = stored_at - 3600000").run();
+    const outcome = await backend.pruneHistory();
+    await backend.close();
+    expect(outcome.checkpoints).toBeGreaterThan(0);
+    expect(outcome.blobs).toBeGreaterThan(0);
+    const fresh = new ThreadStateBackend({ checkpointer: await sqliteCheckpointer(db), threadId: "big" });
+    const paths = Array.from({ length: 6000 }, (_, i) => `/d${i % 50}/f${i}.txt`);
+    const files = await fresh.downloadFiles(paths);
+    files.forEach((one, i) => expect(Buffer.from(one.content!).toString()).toBe(content(i, i === 7 ? 9 : 0)));
+    expect((await fresh.read("/d5/new5.txt")).content).toBe(content(5, 5));
+  });
+});
+
 const pgUrl = pgTestUrl();
 describe.runIf(pgUrl !== undefined)("PostgresHistory", () => {
   // A database of its own: a sweep with no grace would take other tests' blobs in flight.
