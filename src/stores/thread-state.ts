@@ -83,6 +83,14 @@ const PRUNE_AT_START_MS = 5_000;
 const PRUNE_SLACK_MS = 1_000;
 /** The longest wait between tries of a failed group commit. */
 const MAX_COMMIT_RETRY_MS = 30_000;
+/**
+ * Write-back: a group commit's window is at least this many times as long as the last
+ * commit took (never longer than MAX_COMMIT_WINDOW_MS; a sync ends it at once). A commit
+ * copies the thread's files map, 60-80 ms at 100,000 files, on the event loop: one every
+ * window held the loop, and with it the mount's requests, most of the time.
+ */
+const COMMIT_WINDOW_FACTOR = 3;
+const MAX_COMMIT_WINDOW_MS = 1_000;
 
 export interface ThreadStateOptions {
   /** The saver, or a loader called on first need (reads may not need it when a reader is given). */
@@ -175,6 +183,8 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private committing: Promise<void> | undefined;
   /** Starts the group commit waiting for its window now: a sync() waits for nobody else's close. */
   private endCommitWindow: (() => void) | undefined;
+  /** How long the last commit took, ms. */
+  private lastCommitMs = 0;
   private timer: NodeJS.Timeout | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private pollDelay: number;
@@ -565,19 +575,23 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** Write-back: a group commit starts one window after the first change it takes, unless one already runs (it takes this change next). */
   private startGroupCommit(): void {
     if (this.committing) return;
-    const window = new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, this.groupCommitWindowMs);
-      this.endCommitWindow = () => {
+    const window = Math.max(this.groupCommitWindowMs, Math.min(MAX_COMMIT_WINDOW_MS, COMMIT_WINDOW_FACTOR * this.lastCommitMs));
+    this.committing = this.commitWindow(window)
+      .then(() => this.commitWhilePending())
+      .finally(() => (this.committing = undefined));
+  }
+
+  /** Resolves after `ms`, or as soon as a sync() asks (endCommitWindow). */
+  private commitWindow(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const end = () => {
         clearTimeout(timer);
+        this.endCommitWindow = undefined;
         resolve();
       };
+      const timer = setTimeout(end, ms);
+      this.endCommitWindow = end;
     });
-    this.committing = window
-      .then(() => {
-        this.endCommitWindow = undefined;
-        return this.commitWhilePending();
-      })
-      .finally(() => (this.committing = undefined));
   }
 
   /** One commit after another while anything is pending: what arrived during one goes in the next. */
@@ -591,7 +605,10 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    */
   private async commitWhilePending(): Promise<void> {
     while (!isEmptyUpdate(this.pending)) {
-      if (!(await this.commitPending())) return this.scheduleRetry();
+      const started = performance.now();
+      const committed = await this.commitPending();
+      this.lastCommitMs = performance.now() - started;
+      if (!committed) return this.scheduleRetry();
     }
     this.retryDelayMs = this.commitRetryMs;
   }

@@ -179,6 +179,26 @@ describe("ThreadStateBackend write-back (group commit)", () => {
     const kept = [(await check.read("/shared.md")).content, (await check.read(conflict!.conflictCopy!)).content].sort();
     expect(kept).toEqual(["ours", "theirs"]);
   });
+  it("after a slow commit the next waits three times as long (a large thread's copy holds the loop), and sync() does not wait", async () => {
+    const gated = gatedSaver();
+    const backend = new ThreadStateBackend({ checkpointer: gated.checkpointer, threadId: "t", writeBack: true });
+    await backend.uploadFiles([["/a.txt", bytes("a")]]);
+    await eventually(async () => gated.state.putCalls === 1);
+    await new Promise((r) => setTimeout(r, 200));
+    gated.open();
+    await eventually(async () => (await checkpointCount(gated.base)) === 1);
+    // The next group commit's window is now about 600 ms, not 10.
+    await backend.uploadFiles([["/b.txt", bytes("b")]]);
+    await new Promise((r) => setTimeout(r, 250));
+    expect(await checkpointCount(gated.base)).toBe(1);
+    expect(await backend.sync()).toEqual({});
+    expect(await checkpointCount(gated.base)).toBe(2);
+    // A fast commit brings the window back to 10 ms.
+    await backend.uploadFiles([["/c.txt", bytes("c")]]);
+    await eventually(async () => (await checkpointCount(gated.base)) === 3, 250);
+    await backend.close();
+  });
+
   it("sync() starts the group commit waiting for its window at once", async () => {
     const checkpointer = saver();
     // A window far beyond the test's time limit: sync must not wait for it.
