@@ -45,6 +45,7 @@ import { performStringReplacement } from "./edit.js";
 import { applyGrepMaxCount, grepText } from "./grep.js";
 import { asDirectoryPrefix, createGlobMatcher, createGrepGlobFilter } from "./glob.js";
 import { checkVirtualPath, isPathWithin } from "./paths.js";
+import { DirectoryIndex } from "./directory-index.js";
 
 export type FilesMap = Record<string, FileData>;
 /** A files-channel update: a record replaces the entry, `null` deletes it. */
@@ -66,26 +67,21 @@ export function mergeFilesUpdate(current: FilesMap | undefined, update: FilesUpd
   if (update === undefined) return current ?? {};
   const merged: FilesMap = { ...current };
   const index = current && directoryIndexes.get(current);
-  if (index) directoryIndexes.set(merged, new Map(index));
+  if (index) directoryIndexes.set(merged, index.copy());
   applyFilesUpdate(merged, update);
   return merged;
 }
 
 /**
- * How many keys lie below each directory of a map, for maps that are asked often (a
- * thread's view): without it, whether a path is a directory is a scan of every key, and
- * every lookup of a new name asks it. Only maps given to indexDirectories have one; they
- * are then changed only through applyFilesUpdate.
+ * The directory index of maps that are asked often (a thread's view; directory-index.ts).
+ * Only maps given to indexDirectories have one; they are then changed only through
+ * applyFilesUpdate.
  */
-const directoryIndexes = new WeakMap<FilesMap, Map<string, number>>();
+const directoryIndexes = new WeakMap<FilesMap, DirectoryIndex>();
 
 /** Gives `files` a directory index (once); returns it. */
 export function indexDirectories(files: FilesMap): FilesMap {
-  if (!directoryIndexes.has(files)) {
-    const index = new Map<string, number>();
-    for (const key of Object.keys(files)) countParents(index, key, 1);
-    directoryIndexes.set(files, index);
-  }
+  if (!directoryIndexes.has(files)) directoryIndexes.set(files, DirectoryIndex.of(Object.keys(files)));
   return files;
 }
 
@@ -98,20 +94,11 @@ export function applyFilesUpdate(files: FilesMap, update: FilesUpdate): void {
     if (value === null || value === undefined) {
       if (!present) continue;
       delete files[key];
-      if (index) countParents(index, key, -1);
+      index?.remove(key);
     } else {
       files[key] = value;
-      if (index && !present) countParents(index, key, 1);
+      if (!present) index?.add(key);
     }
-  }
-}
-
-function countParents(index: Map<string, number>, key: string, delta: number): void {
-  for (let slash = key.lastIndexOf("/"); slash > 0; slash = key.lastIndexOf("/", slash - 1)) {
-    const dir = key.slice(0, slash);
-    const count = (index.get(dir) ?? 0) + delta;
-    if (count > 0) index.set(dir, count);
-    else index.delete(dir);
   }
 }
 
@@ -146,6 +133,8 @@ const collator = new Intl.Collator();
 export function listFiles(files: FilesMap, path: string): LsResult {
   const check = checkDirectoryPath(path);
   if (check.error !== undefined) return check;
+  const index = directoryIndexes.get(files);
+  if (index) return listIndexed(files, index, check.path);
   const prefix = asDirectoryPrefix(check.path);
   const entries: FileInfo[] = [];
   const subdirs = new Set<string>();
@@ -160,6 +149,19 @@ export function listFiles(files: FilesMap, path: string): LsResult {
     entries.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
   }
   for (const dir of subdirs) entries.push({ path: dir, is_dir: true, size: 0, modified_at: "" });
+  entries.sort((a, b) => collator.compare(a.path, b.path));
+  return { files: entries };
+}
+
+/** listFiles of a map with a directory index: the directory's own entries, not every key. */
+function listIndexed(files: FilesMap, index: DirectoryIndex, dir: string): LsResult {
+  const entries: FileInfo[] = [];
+  const found = index.entriesOf(dir.length > 1 && dir.endsWith("/") ? dir.slice(0, -1) : dir);
+  for (const key of found?.files ?? []) {
+    const data = files[key]!;
+    entries.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
+  }
+  for (const sub of found?.dirs ?? []) entries.push({ path: `${sub}/`, is_dir: true, size: 0, modified_at: "" });
   entries.sort((a, b) => collator.compare(a.path, b.path));
   return { files: entries };
 }
@@ -395,9 +397,10 @@ export function planEditAt(
 
 /** The keys at `dir` and below it; `/` is everything. */
 function keysWithin(files: FilesMap, dir: string): string[] {
-  // A map with a directory index knows when nothing lies below: a file's delete is one
-  // lookup, not a scan of every key (an unlink through a mount, on a thread of thousands).
-  if (dir !== "/" && directoryIndexes.get(files)?.has(dir) === false) return has(files, dir) ? [dir] : [];
+  // A map with a directory index walks what lies below: a file's delete is one lookup, not
+  // a scan of every key (an unlink through a mount, on a thread of thousands).
+  const index = directoryIndexes.get(files);
+  if (index) return has(files, dir) ? [dir, ...index.keysBelow(dir)] : index.keysBelow(dir);
   const found: string[] = [];
   for (const key of Object.keys(files)) if (isPathWithin(key, dir)) found.push(key);
   return found;
