@@ -118,12 +118,12 @@ function countDerivedFiles({ from, update }: Derivation, before: number): number
 const isFileDataShaped = (data: unknown): boolean =>
   typeof data === "object" && data !== null && "content" in data && typeof (data as FileData).created_at === "string" && typeof (data as FileData).modified_at === "string";
 
-/** A shard as written: its entries (sorted by path), its blob's key and bytes, and when it was written. */
+/** A shard as written: its entries (sorted by path), its blob's key, when it was written, and whether it ends a group (GROUP_RULE). */
 interface EncodedShard {
   entries: Entry[];
   key: string;
-  bytes: Uint8Array;
   writtenAt: number;
+  endsGroup: boolean;
 }
 
 /** How a large map was sharded: kept for the checkpoint maps derived from it (files-derivation.ts). */
@@ -134,24 +134,19 @@ interface Sharding {
   shards: EncodedShard[];
 }
 
-/** A group of shards as written. */
-interface EncodedGroup {
-  key: string;
-  writtenAt: number;
-}
-
 /** A FileData as stored, and whether its blob is known to be in the store (written by us, or read from it). */
 interface KnownFile {
   stored: StoredFile;
   inStore: boolean;
 }
 
-/** A manifest made, the sharding to remember for it, and the shards to remember by fingerprint. */
+/** A manifest made, the sharding to remember for it, and the shards and groups to remember by fingerprint. */
 interface Encoding {
   encoded: EncodedFiles;
   sharding?: Sharding;
   prints?: Array<[string, EncodedShard]>;
-  groups?: Array<[string, EncodedGroup]>;
+  /** [the shards' keys joined, the group's key] */
+  groups?: Array<[string, string]>;
 }
 
 /** What one encode writes: new blobs, and the files whose blobs they are (marked stored once the put succeeded). */
@@ -174,8 +169,8 @@ export class FilesManifest {
   private readonly shardsByPrint = boundedLru<string, EncodedShard>(16_384, { ttl: BLOB_TOUCH_MS });
   /** Shards read recently, by key: the same FileData objects each time they are read. */
   private readonly shardsByKey = boundedLru<string, Entry[]>(16_384);
-  /** Groups written recently, by their shards' keys; forgotten after BLOB_TOUCH_MS as shards are. */
-  private readonly groupsByShards = boundedLru<string, EncodedGroup>(4_096, { ttl: BLOB_TOUCH_MS });
+  /** The keys of groups written recently, by their shards' keys joined; forgotten after BLOB_TOUCH_MS as shards are. */
+  private readonly groupsByShards = boundedLru<string, string>(4_096, { ttl: BLOB_TOUCH_MS });
   /** Groups read recently: their shards' keys. */
   private readonly groupsByKey = boundedLru<string, string[]>(4_096);
   private readonly decodedShards = new WeakMap<Entry[], FileEntries>();
@@ -218,7 +213,7 @@ export class FilesManifest {
       }
       return shard;
     });
-    return { ...this.manifestOf(shards, writes, now), sharding: { size: entries.length, shards }, prints };
+    return { ...this.manifestOf(shards, writes), sharding: { size: entries.length, shards }, prints };
   }
 
   /**
@@ -259,25 +254,25 @@ export class FilesManifest {
     const { chunks, made } = rechunk(old, changed, SHARD_RULE);
     const byEntries = new Map(base.shards.map((shard) => [shard.entries, shard]));
     const shards = chunks.map((chunk) => (made.has(chunk) ? this.writeShard(files, chunk, writes, now) : byEntries.get(chunk)!));
-    return { ...this.manifestOf(shards, writes, now), sharding: { size, shards } };
+    return { ...this.manifestOf(shards, writes), sharding: { size, shards } };
   }
 
   /** The manifest naming `shards`: the shards themselves, or above GROUP_FROM groups of them (those not recognised written). */
-  private manifestOf(shards: EncodedShard[], writes: Writes, now: number): Pick<Encoding, "encoded" | "groups"> {
+  private manifestOf(shards: EncodedShard[], writes: Writes): Pick<Encoding, "encoded" | "groups"> {
     if (shards.length <= GROUP_FROM) return { encoded: { [FILES_MARKER]: 1, shards: shards.map((shard) => shard.key) } };
-    const groups: Array<[string, EncodedGroup]> = [];
+    const groups: Array<[string, string]> = [];
     const keys = chunkAll(shards, GROUP_RULE).map((chunk) => {
       const shardKeys = chunk.map((shard) => shard.key);
       const joined = shardKeys.join(",");
       let group = this.groupsByShards.get(joined);
       if (!group) {
         const bytes = Buffer.from(JSON.stringify({ s: shardKeys }), "utf8");
-        group = { key: `s.${digestOfBytes(bytes)}`, writtenAt: now };
-        writes.blobs.push([group.key, bytes]);
-        this.groupsByKey.set(group.key, shardKeys);
+        group = `s.${digestOfBytes(bytes)}`;
+        writes.blobs.push([group, bytes]);
+        this.groupsByKey.set(group, shardKeys);
         groups.push([joined, group]);
       }
-      return group.key;
+      return group;
     });
     return { encoded: { [FILES_MARKER]: 1, grouped: 1, shards: keys }, groups };
   }
@@ -389,7 +384,8 @@ export class FilesManifest {
   /** A shard of `files` with these (sorted) entries, its blob queued in `writes`. */
   private writeShard(files: FileEntries, entries: Entry[], writes: Writes, now: number): EncodedShard {
     const bytes = Buffer.from(JSON.stringify({ e: entries }), "utf8");
-    const shard: EncodedShard = { entries, key: `s.${digestOfBytes(bytes)}`, bytes, writtenAt: now };
+    const last = entries[entries.length - 1]![0];
+    const shard: EncodedShard = { entries, key: `s.${digestOfBytes(bytes)}`, writtenAt: now, endsGroup: ((hashPath(last) >>> 16) & (GROUP_SIZE - 1)) === 0 };
     writes.blobs.push([shard.key, bytes]);
     this.shardsByKey.set(shard.key, entries);
     // Read back later, the shard gives these same objects (their versions stay cached).
@@ -412,11 +408,8 @@ export class FilesManifest {
 
 /** A path ends a shard when the low bits of its hash are 0 (one in SHARD_SIZE). */
 const SHARD_RULE: ChunkRule<Entry> = { ends: ([path]) => (hashPath(path) & (SHARD_SIZE - 1)) === 0, max: SHARD_MAX };
-/** A shard ends a group when higher bits of its last path's hash are 0 (one in GROUP_SIZE). */
-const GROUP_RULE: ChunkRule<EncodedShard> = {
-  ends: (shard) => ((hashPath(shard.entries[shard.entries.length - 1]![0]) >>> 16) & (GROUP_SIZE - 1)) === 0,
-  max: GROUP_MAX,
-};
+/** A shard ends a group when higher bits of its last path's hash are 0 (one in GROUP_SIZE; writeShard tells). */
+const GROUP_RULE: ChunkRule<EncodedShard> = { ends: (shard) => shard.endsGroup, max: GROUP_MAX };
 
 const byEntryPath = (a: Entry, b: Entry): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
 

@@ -575,23 +575,20 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   /** Write-back: a group commit starts one window after the first change it takes, unless one already runs (it takes this change next). */
   private startGroupCommit(): void {
     if (this.committing) return;
-    const window = Math.max(this.groupCommitWindowMs, Math.min(MAX_COMMIT_WINDOW_MS, COMMIT_WINDOW_FACTOR * this.lastCommitMs));
-    this.committing = this.commitWindow(window)
-      .then(() => this.commitWhilePending())
-      .finally(() => (this.committing = undefined));
-  }
-
-  /** Resolves after `ms`, or as soon as a sync() asks (endCommitWindow). */
-  private commitWindow(ms: number): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const end = () => {
+    const windowMs = Math.max(this.groupCommitWindowMs, Math.min(MAX_COMMIT_WINDOW_MS, COMMIT_WINDOW_FACTOR * this.lastCommitMs));
+    const window = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, windowMs);
+      this.endCommitWindow = () => {
         clearTimeout(timer);
-        this.endCommitWindow = undefined;
         resolve();
       };
-      const timer = setTimeout(end, ms);
-      this.endCommitWindow = end;
     });
+    this.committing = window
+      .then(() => {
+        this.endCommitWindow = undefined;
+        return this.commitWhilePending();
+      })
+      .finally(() => (this.committing = undefined));
   }
 
   /** One commit after another while anything is pending: what arrived during one goes in the next. */
