@@ -6,8 +6,11 @@
  * What keeps it right:
  *  - Every request that may change a node's attributes drops that node when it is read
  *    (before any later request is answered) and again when JS has answered it. Requests
- *    that change names (unlink, rename, link, ...) or that this file does not know drop
- *    everything.
+ *    that change names drop their directory here (as they arrive, a rename's new directory
+ *    and a link's linked node too), and the transport drops the nodes the names lead to (it
+ *    knows the names; this does not), with the new directory and the linked node, as it
+ *    takes the request, before any later one is read, and again once it is answered.
+ *    Requests this file does not know drop everything.
  *  - Every drop moves the epoch and stamps the node's slot with it. A publish carries the
  *    epoch its attributes were computed in and is refused if its slot was stamped (or
  *    everything cleared) since: a GETATTR computed while a write was in flight can never
@@ -30,12 +33,12 @@
 
 enum {
   OP_LOOKUP = 1, OP_FORGET = 2, OP_GETATTR = 3, OP_SETATTR = 4, OP_READLINK = 5, OP_SYMLINK = 6,
-  OP_MKNOD = 8, OP_MKDIR = 9, OP_OPEN = 14, OP_READ = 15, OP_WRITE = 16, OP_STATFS = 17,
+  OP_MKNOD = 8, OP_MKDIR = 9, OP_UNLINK = 10, OP_RMDIR = 11, OP_RENAME = 12, OP_LINK = 13, OP_OPEN = 14, OP_READ = 15, OP_WRITE = 16, OP_STATFS = 17,
   OP_RELEASE = 18, OP_FSYNC = 20, OP_SETXATTR = 21, OP_GETXATTR = 22, OP_LISTXATTR = 23,
   OP_REMOVEXATTR = 24, OP_FLUSH = 25, OP_INIT = 26, OP_OPENDIR = 27, OP_READDIR = 28,
   OP_RELEASEDIR = 29, OP_FSYNCDIR = 30, OP_GETLK = 31, OP_SETLK = 32, OP_SETLKW = 33,
   OP_ACCESS = 34, OP_CREATE = 35, OP_INTERRUPT = 36, OP_BMAP = 37, OP_DESTROY = 38,
-  OP_IOCTL = 39, OP_POLL = 40, OP_BATCH_FORGET = 42, OP_FALLOCATE = 43, OP_READDIRPLUS = 44, OP_LSEEK = 46,
+  OP_IOCTL = 39, OP_POLL = 40, OP_BATCH_FORGET = 42, OP_FALLOCATE = 43, OP_READDIRPLUS = 44, OP_RENAME2 = 45, OP_LSEEK = 46,
   OP_TMPFILE = 51, OP_STATX = 52,
 };
 
@@ -140,9 +143,11 @@ static change changes_of(uint32_t opcode, uint32_t open_flags) {
     case OP_SETXATTR: case OP_REMOVEXATTR: case OP_FALLOCATE: case OP_SETLK: case OP_SETLKW:
     /* A new entry changes its directory; the new node itself was never held. */
     case OP_CREATE: case OP_MKNOD: case OP_MKDIR: case OP_SYMLINK: case OP_TMPFILE:
+    /* A name removed, moved or added: its directory here (the other node in mirror_arrived, the named ones by the transport). */
+    case OP_UNLINK: case OP_RMDIR: case OP_RENAME: case OP_RENAME2: case OP_LINK:
       return CHANGES_NODE;
     default:
-      /* UNLINK, RMDIR, RENAME, RENAME2, LINK, COPY_FILE_RANGE, and whatever comes next. */
+      /* COPY_FILE_RANGE, and whatever comes next. */
       return CHANGES_ANY;
   }
 }
@@ -170,6 +175,8 @@ void mirror_arrived(attr_mirror *mirror, const uint8_t *request, size_t length) 
   /* The open flags: fuse_open_in's first field, fuse_release_in's second. */
   uint32_t open_flags = opcode == OP_OPEN && body_length >= 4 ? u32_at(body) : opcode == OP_RELEASE && body_length >= 12 ? u32_at(body + 8) : 0;
   apply(mirror, changes_of(opcode, open_flags), nodeid);
+  /* fuse_rename_in's and fuse_rename2_in's first field: the new directory; fuse_link_in's: the node linked. */
+  if ((opcode == OP_RENAME || opcode == OP_RENAME2 || opcode == OP_LINK) && body_length >= 8) mirror_drop(mirror, u64_at(body));
 }
 
 void mirror_settled(attr_mirror *mirror, uint32_t opcode, uint64_t nodeid, uint32_t open_flags) {

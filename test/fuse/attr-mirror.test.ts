@@ -210,6 +210,25 @@ print("ok")
     expect(getattr.mock.calls.length).toBeLessThanOrEqual(11);
   });
 
+  it("forgets the node a removed name led to: an open directory's stat after its rmdir is not the addon's old answer", async () => {
+    m = await mountDisk();
+    const dir = path.join(m.dir, "fs");
+    const script = `
+import os
+os.makedirs("sub/inner")
+fd = os.open("sub", os.O_RDONLY)
+# Asked twice: the vfs answers the first, the addon the second (and would the third).
+before = (os.fstat(fd).st_nlink, os.fstat(fd).st_nlink)
+os.rmdir("sub/inner")
+after_inner = os.fstat(fd).st_nlink
+os.rmdir("sub")
+try: gone = os.fstat(fd).st_nlink
+except OSError: gone = 0
+print(before, after_inner, gone)
+`;
+    expect((await ok(py(script), dir)).trim()).toBe("(3, 3) 2 0");
+  });
+
   it("forgets what the vfs forgets: a change made on the disk shows as soon as the vfs hears of it", async () => {
     m = await mountDisk();
     const dir = path.join(m.dir, "fs");

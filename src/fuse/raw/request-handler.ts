@@ -139,13 +139,52 @@ export class RequestHandler {
       case Op.INTERRUPT:
         return undefined;
     }
+    // Taken now, before any later request is read, and dropped again once answered.
+    const named = this.mirror ? this.dropNamed(this.mirror, h, body) : undefined;
     let reply: Reply;
     try {
       reply = this.run(h, body);
     } catch (err) {
       reply = Promise.reject(err);
     }
-    return this.mirror ? this.settle(this.mirror, h, body, reply) : reply;
+    return this.mirror ? this.settle(this.mirror, h, body, reply, named) : reply;
+  }
+
+  /**
+   * The nodes a name-changing request's names lead to (the unlinked node, the one moved, the
+   * one a rename replaces; the node linked), dropped from the mirror: the addon drops the
+   * request's directory itself but knows no names. Everything when a directory is unknown.
+   * Before, the addon dropped everything for each of these requests: during `git add` every
+   * object's LINK and UNLINK emptied the mirror, and 1,485 GETATTRs of the object directories
+   * reached JavaScript (6 now).
+   */
+  private dropNamed(mirror: AttrMirror, h: InHeader, body: Buffer): number[] | undefined {
+    const dir = this.inodes.path(h.nodeid);
+    let nodes: Array<number | undefined> | undefined;
+    switch (h.opcode) {
+      case Op.UNLINK: case Op.RMDIR:
+        nodes = dir === undefined ? undefined : [this.inodes.nodeAt(childPath(dir, decodeNames(body, 1)[0]!))];
+        break;
+      case Op.LINK:
+        nodes = [u64At(body, 0)];
+        break;
+      case Op.RENAME: case Op.RENAME2: {
+        const toDir = this.inodes.path(u64At(body, 0));
+        const [from, to] = decodeNames(body.subarray(h.opcode === Op.RENAME ? 8 : 16), 2);
+        // The new directory too: the addon drops it as the rename arrives, not once it is answered.
+        if (dir !== undefined && toDir !== undefined) nodes = [u64At(body, 0), this.inodes.nodeAt(childPath(dir, from!)), this.inodes.nodeAt(childPath(toDir, to!))];
+        break;
+      }
+      default:
+        return undefined;
+    }
+    if (nodes === undefined) {
+      mirror.clear();
+      return undefined;
+    }
+    const known = nodes.filter((node): node is number => node !== undefined);
+    for (const node of known) mirror.drop(node);
+    return known;
   }
 
   /**
@@ -155,11 +194,14 @@ export class RequestHandler {
    * after writing), a directory just changed (the kernel checks its permissions before the
    * next create or unlink in it).
    */
-  private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply): Reply {
+  private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply, named: number[] | undefined): Reply {
     const openFlags = openFlagsOf(h.opcode, body);
     // Read as the request is handled (as lookup reads it): a name-making request read later refuses a publish of names.
     const namesEpoch = this.dirNames?.epoch ?? 0;
-    const settled = () => mirror.settled(h.opcode, h.nodeid, openFlags);
+    const settled = () => {
+      mirror.settled(h.opcode, h.nodeid, openFlags);
+      for (const node of named ?? []) mirror.drop(node);
+    };
     return reply.then(
       (payload) => {
         settled();
