@@ -139,7 +139,7 @@ export class RequestHandler {
       case Op.INTERRUPT:
         return undefined;
     }
-    // Taken now, before any later request is read, and dropped again once answered.
+    // Dropped now, before any later request is read, and again once answered.
     const named = this.mirror ? this.dropNamed(this.mirror, h, body) : undefined;
     let reply: Reply;
     try {
@@ -158,7 +158,7 @@ export class RequestHandler {
    * object's LINK and UNLINK emptied the mirror, and 1,485 GETATTRs of the object directories
    * reached JavaScript (6 now).
    */
-  private dropNamed(mirror: AttrMirror, h: InHeader, body: Buffer): number[] | undefined {
+  private dropNamed(mirror: AttrMirror, h: InHeader, body: Buffer): number[] | "all" | undefined {
     const dir = this.inodes.path(h.nodeid);
     let nodes: Array<number | undefined> | undefined;
     switch (h.opcode) {
@@ -180,7 +180,7 @@ export class RequestHandler {
     }
     if (nodes === undefined) {
       mirror.clear();
-      return undefined;
+      return "all";
     }
     const known = nodes.filter((node): node is number => node !== undefined);
     for (const node of known) mirror.drop(node);
@@ -194,13 +194,14 @@ export class RequestHandler {
    * after writing), a directory just changed (the kernel checks its permissions before the
    * next create or unlink in it).
    */
-  private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply, named: number[] | undefined): Reply {
+  private settle(mirror: AttrMirror, h: InHeader, body: Buffer, reply: Reply, named: number[] | "all" | undefined): Reply {
     const openFlags = openFlagsOf(h.opcode, body);
     // Read as the request is handled (as lookup reads it): a name-making request read later refuses a publish of names.
     const namesEpoch = this.dirNames?.epoch ?? 0;
     const settled = () => {
       mirror.settled(h.opcode, h.nodeid, openFlags);
-      for (const node of named ?? []) mirror.drop(node);
+      if (named === "all") mirror.clear();
+      else for (const node of named ?? []) mirror.drop(node);
     };
     return reply.then(
       (payload) => {
