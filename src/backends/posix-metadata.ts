@@ -25,6 +25,7 @@ import {
   isoToMs,
   statVersion,
   parentOf,
+  childPath,
   type AllCapabilities,
   type HostFileOpenOptions,
   type HostFileOpenResult,
@@ -140,8 +141,7 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     );
     for (const [name, record] of records) {
       if (seen.has(name) || record.kind === "file") continue;
-      const child = dir === "/" ? `/${name}` : `${dir}/${name}`;
-      files.push(this.statOf(child, { kind: record.kind, record }, own.get(dir)));
+      files.push(this.statOf(childPath(dir, name), { kind: record.kind, record }, own.get(dir)));
     }
     return { files };
   }

@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { childPath, parentOf } from "../protocol/index.js";
 import { errnoOf, type Caller } from "../vfs/index.js";
 import { PathInodes } from "./path-inodes.js";
 import { hasXattrOps, type KernelOps, type Transport, type TransportOptions } from "./transport.js";
@@ -130,7 +131,6 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
     mtime: time(s.mtime),
     ctime: time(s.ctime),
   });
-  const child = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}/${name}`);
   return {
     getattr: (path: string, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(path, s)), (err) => fail(cb, err)),
     fgetattr: (path: string, _fd: number, cb: Callback) => ops.getattr(path).then((s) => cb(0, toStat(path, s)), (err) => fail(cb, err)),
@@ -145,8 +145,7 @@ function toFuseNativeOps(ops: KernelOps): Record<string, unknown> {
         (entries) => {
           const listed = entries.filter((e) => e.name !== "." && e.name !== "..");
           const dir = (at: string) => ({ mode: DIRECTORY_MODE, nlink: 2, ino: inodes.of(at), atime: new Date(0), mtime: new Date(0), ctime: new Date(0) });
-          const parent = path === "/" ? "/" : path.slice(0, path.lastIndexOf("/")) || "/";
-          cb(0, [".", "..", ...listed.map((e) => e.name)], [dir(path), dir(parent), ...listed.map((e) => toStat(child(path, e.name), e.stat))]);
+          cb(0, [".", "..", ...listed.map((e) => e.name)], [dir(path), dir(parentOf(path)), ...listed.map((e) => toStat(childPath(path, e.name), e.stat))]);
         },
         (err) => fail(cb, err),
       ),

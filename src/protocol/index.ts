@@ -31,7 +31,7 @@ export {
 } from "./file-data.js";
 export { contentDigest, digestOfBytes, rememberContentDigest } from "./content-digest.js";
 export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToSearchPath } from "./glob.js";
-export { checkVirtualPath, isPathWithin, parentOf, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
+export { checkVirtualPath, isPathWithin, parentOf, childPath, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
 export {
   mergeFilesUpdate,
   applyFilesUpdate,

@@ -103,6 +103,11 @@ export function parentOf(path: string): string {
   return i <= 0 ? "/" : path.slice(0, i);
 }
 
+/** The path of `name` in directory `dir` (a normalized path). */
+export function childPath(dir: string, name: string): string {
+  return dir === "/" ? `/${name}` : `${dir}/${name}`;
+}
+
 export function basenameOf(path: string): string {
   return path.slice(path.lastIndexOf("/") + 1);
 }

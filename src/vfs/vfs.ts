@@ -32,6 +32,7 @@ import {
   isPathWithin,
   MAX_NAME_BYTES,
   parentOf,
+  childPath,
   reasonOf,
   type AnyBackendProtocol,
   type BackendProtocolV2,
@@ -315,7 +316,7 @@ export class Vfs {
     const listing = await this.listing(path, false);
     const entries: VfsDirEntry[] = [];
     for (const [name, isDir] of this.merged(path, listing)) {
-      const child = join(path, name);
+      const child = childPath(path, name);
       const cached = this.fileAttr(child) ?? this.attrs.get(child);
       const stat = cached ? this.toStat(child, cached) : this.toStat(child, { isDir, size: 0, mtimeMs: this.mountedAt, version: "" });
       entries.push({ name, stat });
@@ -1223,7 +1224,7 @@ export class Vfs {
       const name = basenameOf(info.path.endsWith("/") ? info.path.slice(0, -1) : info.path);
       if (name === "" || name === "." || name === "..") continue;
       listing.set(name, isDir);
-      if (!isDir) this.lsInfo.set(join(dir, name), info);
+      if (!isDir) this.lsInfo.set(childPath(dir, name), info);
     }
     this.listings.set(dir, listing, this.keptFor(dir, true));
     return listing;
@@ -1245,7 +1246,7 @@ export class Vfs {
       const name = basenameOf(stat.path);
       if (name === "" || name === "." || name === "..") continue;
       listing.set(name, stat.is_dir);
-      const child = join(dir, name);
+      const child = childPath(dir, name);
       if (!this.attrs.has(child)) this.remember(child, this.attrOf(child, stat));
     }
     this.listings.set(dir, listing, this.keptFor(dir, true));
@@ -1843,7 +1844,7 @@ export class Vfs {
   private async walk(dir: string): Promise<string[]> {
     const out: string[] = [];
     for (const [name, isDir] of await this.listing(dir, true)) {
-      const path = join(dir, name);
+      const path = childPath(dir, name);
       if (isDir) out.push(...(await this.walk(path)));
       else out.push(path);
     }
@@ -1960,7 +1961,4 @@ function checkName(path: string): void {
   }
 }
 
-function join(dir: string, name: string): string {
-  return dir === "/" ? `/${name}` : `${dir}/${name}`;
-}
 

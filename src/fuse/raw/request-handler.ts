@@ -4,7 +4,7 @@
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
 import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
-import { basenameOf, parentOf } from "../../protocol/index.js";
+import { basenameOf, childPath, parentOf } from "../../protocol/index.js";
 import { hasXattrOps, type BackingFile, type KeptFile, type KernelOps, type TransportOptions } from "../transport.js";
 import type { AttrMirror } from "./attr-mirror.js";
 import type { DirNames } from "./dir-names.js";
@@ -817,11 +817,6 @@ function sized(value: Buffer, size: number): Buffer[] {
   if (size === 0) return [encodeXattrSize(value.length)];
   if (value.length > size) throw new FsError("ERANGE", `${value.length} bytes do not fit in ${size}`);
   return [value];
-}
-
-/** The path of `name` in directory `dir`. */
-function childPath(dir: string, name: string): string {
-  return dir === "/" ? `/${name}` : `${dir}/${name}`;
 }
 
 /** The open flags of an OPEN (fuse_open_in's first field) or a RELEASE (fuse_release_in's second); 0 for others. */
