@@ -8,6 +8,8 @@
  * directories: the sets of each directory's entries are shared with the index copied from,
  * and cloned by whichever of the two first changes one (neither changes a shared set).
  */
+import { parentOf } from "./paths.js";
+
 export class DirectoryIndex {
   private constructor(
     /** How many keys lie below each directory ("/" not counted). */
@@ -95,6 +97,3 @@ export class DirectoryIndex {
 }
 
 const EMPTY: ReadonlySet<string> = new Set();
-
-/** The directory a normalized path is in ("/" for a top-level one). */
-const parentOf = (path: string): string => path.slice(0, Math.max(1, path.lastIndexOf("/")));

@@ -90,7 +90,7 @@ export function applyFilesUpdate(files: FilesMap, update: FilesUpdate): void {
   const index = directoryIndexes.get(files);
   for (const key of Object.keys(update)) {
     const value = update[key];
-    const present = has(files, key);
+    const present = hasEntry(files, key);
     if (value === null || value === undefined) {
       if (!present) continue;
       delete files[key];
@@ -102,7 +102,8 @@ export function applyFilesUpdate(files: FilesMap, update: FilesUpdate): void {
   }
 }
 
-const has = (files: FilesMap, key: string): boolean => Object.prototype.hasOwnProperty.call(files, key);
+/** Whether `files` has an entry at `key` (its own, never an inherited property). */
+export const hasEntry = (files: FilesUpdate, key: string): boolean => Object.prototype.hasOwnProperty.call(files, key);
 
 /**
  * The entry at a normalized key, in one lookup: keys start with `/`, as no inherited
@@ -156,7 +157,7 @@ export function listFiles(files: FilesMap, path: string): LsResult {
 /** listFiles of a map with a directory index: the directory's own entries, not every key. */
 function listIndexed(files: FilesMap, index: DirectoryIndex, dir: string): LsResult {
   const entries: FileInfo[] = [];
-  const found = index.entriesOf(dir.length > 1 && dir.endsWith("/") ? dir.slice(0, -1) : dir);
+  const found = index.entriesOf(dir);
   for (const key of found?.files ?? []) {
     const data = files[key]!;
     entries.push({ path: key, is_dir: false, size: fileDataSize(data), modified_at: data.modified_at });
@@ -235,7 +236,7 @@ export function grepFiles(
     const text = textOf(files[key]!, key);
     if (text !== undefined) grepText(text, pattern, key, matches);
   };
-  if (check.path !== "/" && has(files, check.path)) {
+  if (check.path !== "/" && hasEntry(files, check.path)) {
     search(check.path);
   } else {
     const prefix = asDirectoryPrefix(check.path);
@@ -298,7 +299,7 @@ export function statFile(files: FilesMap, path: string): StatResult {
   const check = checkVirtualPath(path);
   if (check.error !== undefined) return check;
   const key = check.path;
-  if (key !== "/" && has(files, key)) return { stat: fileStatOf(key, files[key]!) };
+  if (key !== "/" && hasEntry(files, key)) return { stat: fileStatOf(key, files[key]!) };
   if (isDirectory(files, key)) return { stat: { path: key, is_dir: true, size: 0 } };
   return {};
 }
@@ -307,7 +308,7 @@ export function downloadFromFiles(files: FilesMap, paths: string[]): FileDownloa
   return paths.map((path) => {
     const check = checkVirtualPath(path);
     if (check.error !== undefined) return { path, content: null, error: "invalid_path" };
-    if (check.path !== "/" && has(files, check.path)) {
+    if (check.path !== "/" && hasEntry(files, check.path)) {
       return { path, content: fileDataToBytes(files[check.path]!), error: null };
     }
     return { path, content: null, error: isDirectory(files, check.path) ? "is_directory" : "file_not_found" };
@@ -400,7 +401,7 @@ function keysWithin(files: FilesMap, dir: string): string[] {
   // A map with a directory index walks what lies below: a file's delete is one lookup, not
   // a scan of every key (an unlink through a mount, on a thread of thousands).
   const index = directoryIndexes.get(files);
-  if (index) return has(files, dir) ? [dir, ...index.keysBelow(dir)] : index.keysBelow(dir);
+  if (index) return hasEntry(files, dir) ? [dir, ...index.keysBelow(dir)] : index.keysBelow(dir);
   const found: string[] = [];
   for (const key of Object.keys(files)) if (isPathWithin(key, dir)) found.push(key);
   return found;
@@ -462,7 +463,7 @@ export function planRename(files: FilesMap, from: string, to: string): Planned<R
       : { result: failure("file_not_found", `Error: File '${from}' not found`) };
   }
   const update: FilesUpdate = {};
-  if (has(files, src)) {
+  if (hasEntry(files, src)) {
     if (isDirectory(files, dst)) return { result: failure("is_directory", `Error: '${to}' is a directory`) };
     update[src] = null;
     update[dst] = renamedFileData(files[src]!, dst);
@@ -471,7 +472,7 @@ export function planRename(files: FilesMap, from: string, to: string): Planned<R
   const moved = keysWithin(files, src);
   if (moved.length === 0) return { result: failure("file_not_found", `Error: File '${from}' not found`) };
   if (isPathWithin(dst, src)) return { result: failure("invalid_argument", `Error: Cannot move '${from}' into itself`) };
-  if (has(files, dst)) return { result: failure("not_a_directory", `Error: '${to}' is not a directory`) };
+  if (hasEntry(files, dst)) return { result: failure("not_a_directory", `Error: '${to}' is not a directory`) };
   if (isDirectory(files, dst)) return { result: failure("not_empty", `Error: Directory not empty: '${to}'`) };
   for (const key of moved) update[key] = null;
   for (const key of moved) {

@@ -34,6 +34,7 @@ export { createGlobMatcher, createGrepGlobFilter, asDirectoryPrefix, relativeToS
 export { checkVirtualPath, isPathWithin, parentOf, childPath, basenameOf, MAX_PATH_BYTES, MAX_NAME_BYTES, type PathCheck } from "./paths.js";
 export {
   mergeFilesUpdate,
+  hasEntry,
   applyFilesUpdate,
   indexDirectories,
   isEmptyUpdate,

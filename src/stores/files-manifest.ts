@@ -23,7 +23,7 @@
  * Only what round-trips exactly is encoded: a map holding anything else (a FileData with a
  * field that is not a string) is left to the checkpointer's own serializer, whole.
  */
-import { contentDigest, digestOfBytes, rememberContentDigest, type FileData } from "../protocol/index.js";
+import { contentDigest, digestOfBytes, hasEntry, rememberContentDigest, type FileData } from "../protocol/index.js";
 import { boundedLru } from "../protocol/bounded-lru.js";
 import { BLOB_TOUCH_MS, type Blob, type ContentStore } from "./content-store.js";
 import { derivationOf, type Derivation } from "./files-derivation.js";
@@ -105,14 +105,18 @@ function countFiles(entries: Record<string, unknown>): number | undefined {
 }
 
 /** countFiles of a map derived from one holding `before` files. */
-function countDerivedFiles({ from, update }: Derivation, before: number): number | undefined {
-  let files = before;
-  for (const path of Object.keys(update)) {
-    const data = update[path];
+function countDerivedFiles(derivation: Derivation, before: number): number | undefined {
+  for (const [path, data] of Object.entries(derivation.update)) {
     if (!path.startsWith("/") || (data !== null && !isFileDataShaped(data))) return undefined;
-    files += (data === null ? 0 : 1) - (hasOwn(from, path) ? 1 : 0);
   }
-  return files;
+  return sizeAfter(derivation, before);
+}
+
+/** How many entries a map derived from one of `before` entries holds. */
+function sizeAfter({ from, update }: Derivation, before: number): number {
+  let size = before;
+  for (const path of Object.keys(update)) size += (update[path] ? 1 : 0) - (hasEntry(from, path) ? 1 : 0);
+  return size;
 }
 
 const isFileDataShaped = (data: unknown): boolean =>
@@ -226,10 +230,9 @@ export class FilesManifest {
     const derivation = derivationOf(files);
     const base = derivation && this.shardings.get(derivation.from);
     if (!base) return undefined;
-    const { from, update } = derivation!;
+    const update = derivation!.update;
     const paths = Object.keys(update);
-    let size = base.size;
-    for (const path of paths) size += (update[path] ? 1 : 0) - (hasOwn(from, path) ? 1 : 0);
+    const size = sizeAfter(derivation!, base.size);
     if (size <= SHARD_FROM) return undefined;
     const old = base.shards.map((shard) => shard.entries);
     const changes = new Map<number, Map<string, Entry>>();
@@ -412,8 +415,6 @@ const SHARD_RULE: ChunkRule<Entry> = { ends: ([path]) => (hashPath(path) & (SHAR
 const GROUP_RULE: ChunkRule<EncodedShard> = { ends: (shard) => shard.endsGroup, max: GROUP_MAX };
 
 const byEntryPath = (a: Entry, b: Entry): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
-
-const hasOwn = (files: object, path: string): boolean => Object.prototype.hasOwnProperty.call(files, path);
 
 /** The bytes of a file's blob. */
 function blobBytes(data: FileData, stored: StoredFile): Uint8Array {

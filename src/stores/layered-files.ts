@@ -7,7 +7,7 @@
  * a merge, a failed commit). Callers use a map synchronously and never modify it, so
  * changing it between their calls is safe.
  */
-import { applyFilesUpdate, indexDirectories, isEmptyUpdate, mergeFilesUpdate, type FileData, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+import { applyFilesUpdate, hasEntry, indexDirectories, isEmptyUpdate, mergeFilesUpdate, type FileData, type FilesMap, type FilesUpdate } from "../protocol/index.js";
 import { derivationOf } from "./files-derivation.js";
 
 /** More batches landed than this between two reads: rebuilt rather than checked. */
@@ -72,7 +72,7 @@ export class LayeredFiles {
       files = derivation.from;
     }
     for (const [path, data] of written) {
-      const now = Object.prototype.hasOwnProperty.call(committed, path) ? committed[path]! : null;
+      const now = hasEntry(committed, path) ? committed[path]! : null;
       if (now !== data) return false;
     }
     return true;

@@ -355,8 +355,8 @@ export function decodeSetattrIn(body: Buffer): SetattrIn {
   const ms = (secAt: number, nsecAt: number) => readI64(v, secAt) * 1000 + v.getUint32(nsecAt, true) / 1e6;
   return {
     valid: body.readUInt32LE(0),
-    fh: u64At(body, 8),
-    size: u64At(body, 16),
+    fh: readU64(v, 8),
+    size: readU64(v, 16),
     atimeMs: ms(32, 56),
     mtimeMs: ms(40, 60),
     mode: body.readUInt32LE(68),
