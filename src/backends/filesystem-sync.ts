@@ -47,9 +47,15 @@ export class UnsyncedWrites {
         targets.add(p);
         targets.add(path.dirname(p));
       }
+      // In the order written: an fsync is where ext4 gives a new file its blocks (delayed
+      // allocation), so files flushed in the order they were made lie on the disk in that
+      // order, as a copy's own writeback leaves them. Taken from the end, a tree copied in
+      // through the mount came out scattered, and a cold `grep -r` of it through the mount read
+      // it at half speed (each read 73 µs against 36).
       const queue = [...targets];
+      let next = 0;
       const worker = async () => {
-        for (let next = queue.pop(); next !== undefined; next = queue.pop()) await fsyncPath(next);
+        while (next < queue.length) await fsyncPath(queue[next++]!);
       };
       await Promise.all(Array.from({ length: Math.min(CONCURRENCY, queue.length) }, worker));
     } catch (error) {

@@ -9,6 +9,8 @@ import os from "node:os";
 import path from "node:path";
 import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { canSync } from "../../src/protocol/index.js";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 
 let root: string;
 beforeEach(async () => {
@@ -115,3 +117,27 @@ describe("FilesystemBackend sync() and special files", () => {
     expect((await fs.lstat(path.join(root, "fifo"))).isFIFO()).toBe(true);
   });
 });
+
+/** The first physical block of a file (filefrag), or undefined where the file system does not say (tmpfs) or the tool is missing. */
+async function firstBlock(file: string): Promise<number | undefined> {
+  const { stdout } = await promisify(execFile)("filefrag", ["-v", file]).catch(() => ({ stdout: "" }));
+  const extent = /^\s*0:\s+\d+\.\.\s*\d+:\s+(\d+)\.\./m.exec(stdout);
+  return extent ? Number(extent[1]) : undefined;
+}
+
+describe("the sync() barrier's order", () => {
+  it("flushes files in the order they were written, so that their blocks lie on the disk in that order (delayed allocation)", async (context) => {
+    const b = new FilesystemBackend({ rootDir: root, virtualMode: true });
+    const names = Array.from({ length: 200 }, (_, i) => `/tree/f${String(i).padStart(3, "0")}.txt`);
+    for (const name of names) await b.write(name, "x".repeat(4096));
+    expect(await b.sync()).toEqual({});
+    const blocks = await Promise.all(names.map((name) => firstBlock(path.join(root, name))));
+    // Only where blocks are allocated at the flush and reported (ext4, xfs; not tmpfs).
+    if (blocks.some((block) => block === undefined)) return context.skip("no physical extents reported here (filefrag missing, or tmpfs)");
+    const ascending = blocks.slice(1).filter((block, i) => block! > blocks[i]!).length;
+    // In order, with 8 flushes at a time, about three steps in four go up; flushed from the end
+    // (as until 2026-12-05), about three in four went down.
+    expect(ascending / (blocks.length - 1)).toBeGreaterThan(0.6);
+  });
+});
+
