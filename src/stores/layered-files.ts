@@ -7,7 +7,7 @@
  * a merge, a failed commit). Callers use a map synchronously and never modify it, so
  * changing it between their calls is safe.
  */
-import { applyFilesUpdate, hasEntry, indexDirectories, isEmptyUpdate, mergeFilesUpdate, type FileData, type FilesMap, type FilesUpdate } from "../protocol/index.js";
+import { applyFilesUpdate, hasEntry, indexDirectories, mergeFilesUpdate, type FileData, type FilesMap, type FilesUpdate } from "../protocol/index.js";
 import { derivationOf } from "./files-derivation.js";
 
 /** More batches landed than this between two reads: rebuilt rather than checked. */
@@ -19,8 +19,12 @@ export class LayeredFiles {
   /** Our batches committed since `base`, oldest first (landed()). */
   private landedBatches: FilesUpdate[] = [];
 
-  /** committed + inFlight + pending; with nothing of ours on top, the committed map as is (no copy). */
-  of(committed: FilesMap, inFlight: FilesUpdate, pending: FilesUpdate): FilesMap {
+  /**
+   * committed + inFlight + pending; with nothing of ours on top (`ours` false: the caller
+   * counts its paths, which reading the objects' keys at every call would cost), the committed
+   * map as is (no copy).
+   */
+  of(committed: FilesMap, inFlight: FilesUpdate, pending: FilesUpdate, ours: boolean): FilesMap {
     // Asked for directories at every lookup: indexed (once per committed map).
     indexDirectories(committed);
     if (this.base !== committed || this.landedBatches.length > 0) {
@@ -28,7 +32,7 @@ export class LayeredFiles {
       this.base = committed;
       this.landedBatches = [];
     }
-    if (isEmptyUpdate(inFlight) && isEmptyUpdate(pending)) return committed;
+    if (!ours) return committed;
     if (this.layered === undefined) {
       this.layered = mergeFilesUpdate(committed, inFlight);
       applyFilesUpdate(this.layered, pending);

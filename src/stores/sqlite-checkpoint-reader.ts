@@ -33,6 +33,7 @@ export class SqliteCheckpointReader implements CheckpointReader {
   private statements:
     | { latestId: Database.Statement<[string, string], { checkpoint_id: string }>; latest: Database.Statement<[string, string], CheckpointRow>; byId: Database.Statement<[string, string, string], CheckpointRow>; links: Database.Statement<[string, string, string], LinkRow> }
     | undefined;
+  private tableProbe: Database.Statement<[], unknown> | undefined;
 
   /** Throws (e.g. "file is not a database") when the file is not a readable SQLite database. */
   /** `manifest`: decodes checkpoints written with the content serializer (their files live in the content store). */
@@ -77,8 +78,9 @@ export class SqliteCheckpointReader implements CheckpointReader {
   /** The saver creates its tables on first use: until then the thread is empty. */
   private prepared() {
     if (this.statements) return this.statements;
-    const exists = this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'").get();
-    if (!exists) return undefined;
+    // Prepared once: a new database is asked at every read until its first commit.
+    this.tableProbe ??= this.db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'checkpoints'");
+    if (!this.tableProbe.get()) return undefined;
     const columns = "checkpoint_id, parent_checkpoint_id, type, checkpoint";
     this.statements = {
       latestId: this.db.prepare("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1"),

@@ -171,9 +171,11 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
   private pending: FilesUpdate = {};
   /** Being committed right now (still visible to reads). */
   private inFlight: FilesUpdate = {};
+  /** How many paths inFlight holds (counted, not read off the object: reads ask at every call). */
+  private inFlightPaths = 0;
   /** committed + inFlight + pending, kept between calls. */
   private readonly layered = new LayeredFiles();
-  /** Version of each pending path in the checkpoint we changed it from. */
+  /** Version of each pending path in the checkpoint we changed it from: one entry per pending path. */
   private baseVersions = new Map<string, string>();
   /** Committed, not yet confirmed by the thread. */
   private readonly unconfirmed = new UnconfirmedWrites();
@@ -493,7 +495,12 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
 
   /** The committed map with our in-flight and pending writes on top (see LayeredFiles). */
   private withOurWrites(committed: FilesMap): FilesMap {
-    return this.layered.of(committed, this.inFlight, this.pending);
+    return this.layered.of(committed, this.inFlight, this.pending, this.inFlightPaths > 0 || this.hasPending());
+  }
+
+  /** Whether anything waits to be committed (baseVersions has a key per pending path: pending's own keys would cost their count). */
+  private hasPending(): boolean {
+    return this.baseVersions.size > 0;
   }
 
   private enqueue<T>(task: () => Promise<T>): Promise<T> {
@@ -601,7 +608,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    * and so does a retry timer (backing off), so that it does not wait for the next change.
    */
   private async commitWhilePending(): Promise<void> {
-    while (!isEmptyUpdate(this.pending)) {
+    while (this.hasPending()) {
       const started = performance.now();
       const committed = await this.commitPending();
       this.lastCommitMs = performance.now() - started;
@@ -625,9 +632,10 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
    * a failure is kept in lastError and the batch stays pending. False when it failed.
    */
   private async commitPending(): Promise<boolean> {
-    if (isEmptyUpdate(this.pending)) return true;
+    if (!this.hasPending()) return true;
     this.inFlight = this.pending;
     const baseVersions = this.baseVersions;
+    this.inFlightPaths = baseVersions.size;
     this.pending = {};
     this.baseVersions = new Map();
     try {
@@ -650,6 +658,7 @@ export class ThreadStateBackend implements BackendProtocolV2, Renamable, Stattab
       return false;
     } finally {
       this.inFlight = {};
+      this.inFlightPaths = 0;
       this.settledBatches++;
       this.startPolling();
     }
