@@ -12,7 +12,7 @@ import { loadNative } from "./raw/native.js";
 import { createKernelOps } from "./ops.js";
 import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
-import type { Transport } from "./transport.js";
+import type { Transport, TransportOptions } from "./transport.js";
 
 /** The kernel bridges `backendfs mount --transport` offers. */
 export type TransportName = "fuse-native" | "raw";
@@ -39,6 +39,12 @@ export interface MountOptions {
   log?: (line: string) => void;
   /** fuse-native (libfuse 2), raw (/dev/fuse from Node, root only), or an instance; default: defaultTransport(). */
   transport?: TransportName | Transport;
+  /**
+   * A scratch backend of the same kinds as `backend`, and a directory of each kind in it: the
+   * transport runs a scripted workload there before it mounts (Transport.warmUp), so that
+   * the first real requests do not run in V8's interpreter. Nothing of it reaches `backend`.
+   */
+  warmUp?: { backend: ConstructorParameters<typeof Vfs>[0]; dirs: string[] };
 }
 
 export interface Mounted {
@@ -58,17 +64,19 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   const vfs = new Vfs(options.backend, { ...options.vfs, log: options.vfs?.log ?? log });
   const attrTimeoutMs = options.vfs?.attrTimeoutMs ?? 1000;
   const backendTimeoutMs = options.vfs?.backendTimeoutMs ?? 10_000;
-  const transport = typeof options.transport === "object" ? options.transport : transportName === "raw" ? new RawTransport() : new FuseNativeTransport();
+  const transport: Transport = typeof options.transport === "object" ? options.transport : transportName === "raw" ? new RawTransport() : new FuseNativeTransport();
+  const transportOptions = {
+    attrTimeoutSec: options.attrTimeoutSec ?? attrTimeoutMs / 1000,
+    maxWrite: options.maxWrite ?? (transportName === "raw" ? 1 << 20 : 131072),
+    fsname: "backendfs",
+    allowOther: Boolean(options.allowOther),
+    // Above the vfs's backend timeout, so callers get the vfs's EIO, not ETIMEDOUT.
+    requestTimeoutMs: backendTimeoutMs * 3 + 5000,
+    debug: Boolean(options.debug),
+  };
+  if (options.warmUp && transport.warmUp) await warmUp(transport.warmUp.bind(transport), options.warmUp, { ...options.vfs, access: undefined }, transportOptions, log, Boolean(options.verbose));
   try {
-    await transport.mount(mountPoint, createKernelOps(vfs, { verbose: options.verbose, log }), {
-      attrTimeoutSec: options.attrTimeoutSec ?? attrTimeoutMs / 1000,
-      maxWrite: options.maxWrite ?? (transportName === "raw" ? 1 << 20 : 131072),
-      fsname: "backendfs",
-      allowOther: Boolean(options.allowOther),
-      // Above the vfs's backend timeout, so callers get the vfs's EIO, not ETIMEDOUT.
-      requestTimeoutMs: backendTimeoutMs * 3 + 5000,
-      debug: Boolean(options.debug),
-    });
+    await transport.mount(mountPoint, createKernelOps(vfs, { verbose: options.verbose, log }), transportOptions);
   } catch (err) {
     await vfs.close().catch(() => undefined);
     throw new MountError(`cannot mount ${mountPoint}: ${(err as Error).message}`);
@@ -84,6 +92,26 @@ export async function mount(options: MountOptions): Promise<Mounted> {
         await vfs.close();
       })()),
   };
+}
+
+/** The transport's warm-up over a scratch vfs; a failure costs only the warm-up (one log line), never the mount. */
+async function warmUp(
+  run: NonNullable<Transport["warmUp"]>,
+  scratch: NonNullable<MountOptions["warmUp"]>,
+  vfsOptions: VfsOptions,
+  transportOptions: TransportOptions,
+  log: (line: string) => void,
+  verbose: boolean,
+): Promise<void> {
+  const vfs = new Vfs(scratch.backend, { ...vfsOptions, log: () => undefined });
+  try {
+    const { requests, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs);
+    if (verbose) log(`warmed up: ${requests} requests in ${Math.round(ms)} ms`);
+  } catch (err) {
+    log(`warm-up stopped: ${(err as Error).message}`);
+  } finally {
+    await vfs.close().catch(() => undefined);
+  }
 }
 
 /** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */

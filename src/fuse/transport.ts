@@ -127,4 +127,10 @@ export interface Transport {
   mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void>;
   /** Asynchronous unmount (never blocks the loop that serves the mount). */
   unmount(): Promise<void>;
+  /**
+   * Runs a scripted workload through this transport's request path over `ops` (a scratch
+   * vfs's) in each of `dirs`, before the first mount: see raw/warm-up.ts. Transports whose
+   * request path is not ours (libfuse's) have none.
+   */
+  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<{ requests: number; ms: number }>;
 }

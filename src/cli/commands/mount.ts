@@ -6,12 +6,13 @@
  * <message>`, exit 1, as every command reports; the stack trace only with -v.
  */
 import { promises as fs } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
 import { permissionsAccessCheck } from "../../policy/rules.js";
 import { durationInMs, sizeInBytes } from "../../protocol/units.js";
-import { isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
+import { defaultTransport, isMountPoint, mount, MountError, type TransportName } from "../../fuse/index.js";
 import type { AccessCheck } from "../../vfs/index.js";
 import type { FilesystemPermission } from "../../policy/types.js";
 import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
@@ -66,8 +67,10 @@ export const mountCommand: CommandModule<object, MountArgs> = {
     const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
     let config: LoadedConfig | undefined;
     let unregister: (() => Promise<void>) | undefined;
+    let scratch: WarmUpScratch | undefined;
     try {
       config = await loadConfig(argv);
+      scratch = await warmUpScratch(argv);
       const attrTimeoutMs = parseDuration(argv["attr-timeout"] ?? config.cache?.attrTimeout ?? "1s");
       const mounted = await mount({
         mountPoint: argv.dir,
@@ -87,7 +90,10 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           // `backendfs exec` of the same config runs in this mount (src/sandbox).
           mountPoints: SANDBOX_MOUNT_POINTS,
         },
+        ...(scratch && { warmUp: { backend: scratch.backend as never, dirs: scratch.dirs } }),
       });
+      await scratch?.dispose();
+      scratch = undefined;
       unregister = await registerMount({ mountPoint: mounted.mountPoint, identity: configIdentity(argv), pid: process.pid, sandboxReady: true }).catch(() => undefined);
       log(`mounted at ${mounted.mountPoint} (Ctrl-C to unmount)`);
       await new Promise<void>((resolve) => {
@@ -129,10 +135,51 @@ export const mountCommand: CommandModule<object, MountArgs> = {
       reportError("mount", err, argv.verbose);
       // Nothing was mounted: close the connections the config opened (best effort).
       await Promise.resolve(config?.close?.()).catch(() => undefined);
+      await scratch?.dispose();
       process.exit(1);
     }
   },
 };
+
+interface WarmUpScratch {
+  backend: object;
+  dirs: string[];
+  dispose(): Promise<void>;
+}
+
+/**
+ * The scratch backend the transport warms its request path on before it mounts
+ * (src/fuse/raw/warm-up.ts): in a private temporary directory, of the kinds a mount of this
+ * command serves (thread state at `/` and a disk route; a disk only for `--root`), removed
+ * once mounted. Only for the raw transport (libfuse's request path is not ours);
+ * BACKENDFS_WARM_UP_ROUNDS=0 turns it off.
+ */
+async function warmUpScratch(argv: MountArgs): Promise<WarmUpScratch | undefined> {
+  if ((argv.transport ?? defaultTransport()) !== "raw" || process.env.BACKENDFS_WARM_UP_ROUNDS === "0") return undefined;
+  const dir = await fs.mkdtemp(path.join(tmpdir(), "backendfs-warm-up-"));
+  const dispose = async () => {
+    await Promise.resolve(loaded?.close?.()).catch(() => undefined);
+    await fs.rm(dir, { recursive: true, force: true });
+  };
+  let loaded: LoadedConfig | undefined;
+  try {
+    await fs.mkdir(path.join(dir, "fs"));
+    if (argv.root) {
+      loaded = await rootBackend(path.join(dir, "fs"));
+      return { backend: loaded.backend, dirs: ["/"], dispose };
+    }
+    const config = path.join(dir, "mount.yaml");
+    await fs.writeFile(
+      config,
+      [`default: { type: state, checkpointer: ${JSON.stringify(`sqlite:${path.join(dir, "agent.db")}`)}, thread: warm-up }`, "routes:", `  /fs/: { type: filesystem, rootDir: ${JSON.stringify(path.join(dir, "fs"))} }`, ""].join("\n"),
+    );
+    loaded = await loadConfig({ config });
+    return { backend: loaded.backend, dirs: ["/", "/fs/"], dispose };
+  } catch {
+    await dispose();
+    return undefined;
+  }
+}
 
 /** `--root DIR`: an existing directory, like a filesystem route's rootDir. */
 async function rootBackend(root: string): Promise<LoadedConfig> {

@@ -22,13 +22,16 @@ import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
-import { ACKNOWLEDGED_BY_ADDON, loadNative } from "./native.js";
-import { RequestHandler } from "./request-handler.js";
+import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
+import { RequestHandler, type Backings } from "./request-handler.js";
 import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
+import { warmUp as runWarmUp } from "./warm-up.js";
 
 /** One request at most: a 1 MiB write plus its headers. */
 const MAX_WRITE = 1 << 20;
 const BUFFER_SIZE = MAX_WRITE + 4096;
+/** Rounds of warm-up.ts's workload per directory (BACKENDFS_WARM_UP_ROUNDS; 0: none). */
+const WARM_UP_ROUNDS = Number(process.env.BACKENDFS_WARM_UP_ROUNDS ?? 8);
 const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
 
 export class RawTransport implements Transport {
@@ -39,7 +42,6 @@ export class RawTransport implements Transport {
   private ended: Promise<void> = Promise.resolve();
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
-  private mirror: AttrMirror | undefined;
 
   async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
     const refusal = rawTransportRefusal();
@@ -70,23 +72,63 @@ export class RawTransport implements Transport {
             },
           }
         : undefined;
-    // GETATTRs answered in the addon from the vfs's own replies; BACKENDFS_ATTR_MIRROR=0 turns it off.
-    const mirror = addon && process.env.BACKENDFS_ATTR_MIRROR !== "0" ? new AttrMirror(addon) : undefined;
-    this.mirror = mirror;
     const debug = options.debug ? (line: string) => process.stderr.write(`fuse: ${line}\n`) : undefined;
-    const notify = (message: Buffer[]) => this.notify(message);
-    // Opens of files kept for their next reader answered there too; BACKENDFS_KEPT_OPENS=0 turns it off.
-    const keptOpens = addon && mirror && backings && process.env.BACKENDFS_KEPT_OPENS !== "0" ? new KeptOpens(addon, mirror) : undefined;
-    // Lookups of names a listed directory does not hold answered there too; BACKENDFS_DIR_NAMES=0 turns it off.
-    const dirNames = addon && mirror && process.env.BACKENDFS_DIR_NAMES !== "0" ? new DirNames(addon, mirror) : undefined;
-    const handler = new RequestHandler(ops, { ...options, maxWrite }, this.pool, { debug, backings, mirror, keptOpens, dirNames, notify, log });
+    const handler = this.createHandler(ops, { ...options, maxWrite }, addon, backings, (message) => this.notify(message), debug);
     this.handler = handler;
-    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader);
+    const { mirror, keptOpens } = handler.extras;
+    const write = (buffers: Buffer[]) => this.write(buffers);
+    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
     const afterRead = keptOpens && (() => handler.takeKeptOpens());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);
+  }
+
+  /**
+   * warm-up.ts's workload through a handler like the mount's (its own mirror, directory names
+   * and kept opens in the addon) and this transport's dispatch, its replies kept from the
+   * device. Backing ids are counted, not registered: there is no kernel yet.
+   */
+  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<{ requests: number; ms: number }> {
+    const { addon } = loadNative();
+    let backingIds = 0;
+    const backings = addon && process.getuid?.() === 0 ? { open: () => ++backingIds, close: () => undefined } : undefined;
+    const handler = this.createHandler(ops, { ...options, maxWrite: Math.min(options.maxWrite, MAX_WRITE) }, addon, backings, () => undefined, undefined);
+    const waiting = new Map<number, (reply: Buffer) => void>();
+    const reader = { inFlight: new Int32Array(1), recycle: () => undefined };
+    const write = (buffers: Buffer[]) => {
+      const reply = Buffer.concat(buffers);
+      waiting.get(Number(reply.readBigUInt64LE(8)))?.(reply);
+    };
+    return runWarmUp(
+      (request) => {
+        const header = decodeInHeader(request);
+        const answered = new Promise<Buffer | undefined>((resolve) => waiting.set(header.unique, resolve));
+        if (!this.dispatch(handler, request, reader, write)) return Promise.resolve(undefined);
+        return answered.finally(() => waiting.delete(header.unique));
+      },
+      dirs,
+      WARM_UP_ROUNDS,
+    );
+  }
+
+  /** A handler over `ops` with what the addon brings (each optional: BACKENDFS_ATTR_MIRROR, _KEPT_OPENS, _DIR_NAMES = 0 turn them off). */
+  private createHandler(
+    ops: KernelOps,
+    options: TransportOptions,
+    addon: NativeAddon | undefined,
+    backings: Backings | undefined,
+    notify: (message: Buffer[]) => void,
+    debug: ((line: string) => void) | undefined,
+  ): RequestHandler {
+    // GETATTRs answered in the addon from the vfs's own replies.
+    const mirror = addon && process.env.BACKENDFS_ATTR_MIRROR !== "0" ? new AttrMirror(addon) : undefined;
+    // Opens of files kept for their next reader answered there too.
+    const keptOpens = addon && mirror && backings && process.env.BACKENDFS_KEPT_OPENS !== "0" ? new KeptOpens(addon, mirror) : undefined;
+    // Lookups of names a listed directory does not hold answered there too.
+    const dirNames = addon && mirror && process.env.BACKENDFS_DIR_NAMES !== "0" ? new DirNames(addon, mirror) : undefined;
+    return new RequestHandler(ops, options, this.pool, { debug, backings, mirror, keptOpens, dirNames, notify, log });
   }
 
   async unmount(): Promise<void> {
@@ -103,14 +145,18 @@ export class RawTransport implements Transport {
     this.guard?.kill();
   }
 
-  private dispatch(handler: RequestHandler, request: Buffer, reader: DeviceReader): void {
+  /** Runs a request; whether a reply is to be written (none for a FORGET, nor for a request the addon answered as it read it). */
+  private dispatch(handler: RequestHandler, request: Buffer, reader: Pick<DeviceReader, "inFlight" | "recycle">, write: (buffers: Buffer[]) => void): boolean {
     const header = decodeInHeader(request);
     const body = request.subarray(IN_HEADER_SIZE, header.len);
     const answer = handler.handle(header, body);
     const done = () => reader.recycle(request.buffer as ArrayBuffer);
-    if (answer === undefined) return done(); // FORGET, BATCH_FORGET, INTERRUPT: no reply
+    if (answer === undefined) {
+      done(); // FORGET, BATCH_FORGET, INTERRUPT: no reply
+      return false;
+    }
     // Answered by the addon as it was read (a release): handled here, never answered again.
-    const acknowledged = this.mirror !== undefined && ACKNOWLEDGED_BY_ADDON.has(header.opcode);
+    const acknowledged = handler.extras.mirror !== undefined && ACKNOWLEDGED_BY_ADDON.has(header.opcode);
     let replied = false;
     reader.inFlight[0]!++;
     const reply = (error: number, payload: Buffer[]) => {
@@ -118,7 +164,7 @@ export class RawTransport implements Transport {
       replied = true;
       reader.inFlight[0]!--;
       cancel();
-      if (!acknowledged) this.write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
+      if (!acknowledged) write([encodeOutHeader(header.unique, error, payload.reduce((n, b) => n + b.length, 0)), ...payload]);
     };
     // The transport's own ceiling: a request never stays unanswered (the vfs times out sooner).
     // The vfs's sweep serves it: a timer per request cost a setTimeout and a clearTimeout each.
@@ -134,6 +180,7 @@ export class RawTransport implements Transport {
         done();
       },
     );
+    return !acknowledged;
   }
 
   /**

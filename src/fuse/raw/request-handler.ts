@@ -124,6 +124,11 @@ export class RequestHandler {
     if (this.keptOpens && ops.adoptKept) ops.onKept?.((kept) => this.kept(kept));
   }
 
+  /** What the transport brought (the addon's parts among them). */
+  get extras(): HandlerExtras {
+    return { debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, notify: this.notify, log: this.log };
+  }
+
   /** The reply's payload, or undefined for requests that get no reply. */
   handle(h: InHeader, body: Buffer): Reply | undefined {
     this.debug?.(`op ${h.opcode} node ${h.nodeid} unique ${h.unique}`);

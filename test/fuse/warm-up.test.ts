@@ -1,0 +1,138 @@
+/**
+ * The raw transport's warm-up (src/fuse/raw/warm-up.ts): before a `backendfs mount` takes
+ * the kernel's first request, the requests of a small workload run through a handler like
+ * the mount's over a scratch backend (thread state at `/`, a disk route at `/fs/`). What must
+ * hold: every one of its requests is answered as the kernel would need (a failure ends it
+ * with an error), it leaves nothing in its scratch backend, and a warm-up that fails costs
+ * only the warm-up, never the mount.
+ */
+import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { FilesystemBackend } from "../../src/backends/filesystem.js";
+import { loadMountConfig, type LoadedMountConfig } from "../../src/config/index.js";
+import { createKernelOps, isMountPoint, lazyUnmount } from "../../src/fuse/index.js";
+import { RawTransport } from "../../src/fuse/raw/raw-transport.js";
+import type { KernelOps, TransportOptions } from "../../src/fuse/transport.js";
+import { Vfs } from "../../src/vfs/index.js";
+import { bundleCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
+import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+
+const isRoot = process.getuid?.() === 0;
+const options: TransportOptions = { attrTimeoutSec: 1, maxWrite: 1 << 20, fsname: "backendfs", allowOther: false, requestTimeoutMs: 35_000, debug: false };
+
+let scratch: string;
+let config: LoadedMountConfig | undefined;
+let vfs: Vfs | undefined;
+
+beforeEach(async () => {
+  scratch = await mkdtemp(path.join(tmpdir(), "backendfs-warm-up-test-"));
+  await mkdir(path.join(scratch, "fs"));
+  await writeFile(
+    path.join(scratch, "mount.yaml"),
+    `default: { type: state, checkpointer: "sqlite:${scratch}/agent.db", thread: warm-up }\nroutes:\n  /fs/: { type: filesystem, rootDir: "${scratch}/fs" }\n`,
+  );
+  config = await loadMountConfig(path.join(scratch, "mount.yaml"), { writeBack: true });
+});
+afterEach(async () => {
+  await vfs?.close();
+  vfs = undefined;
+  await config?.close();
+  config = undefined;
+  await rm(scratch, { recursive: true, force: true });
+});
+
+/** The ops of a scratch vfs over the config's backend, counting the calls of each op. */
+function countedOps(calls: Map<string, number>): KernelOps {
+  vfs = new Vfs(config!.backend, { attrTimeoutMs: 1000 });
+  const ops = createKernelOps(vfs, { log: () => undefined });
+  return new Proxy(ops, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (typeof value !== "function" || typeof name !== "string") return value;
+      return (...args: unknown[]) => {
+        calls.set(name, (calls.get(name) ?? 0) + 1);
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+describe("the warm-up's workload", () => {
+  it("runs on thread state and a disk, every request answered, and leaves nothing in either", async () => {
+    const calls = new Map<string, number>();
+    const { requests } = await new RawTransport().warmUp(countedOps(calls), options, ["/", "/fs/"]);
+    // 8 rounds in each of the two directories, over a hundred requests each.
+    expect(requests).toBeGreaterThan(8 * 2 * 100);
+    // What a build, cp -r, tar x, grep -r and git add send reached the vfs on both routes.
+    for (const op of ["create", "getattr", "open", "release", "readdir", "chmod", "utimens", "rename", "unlink", "mkdir", "rmdir", "link"]) {
+      expect(calls.get(op) ?? 0, op).toBeGreaterThan(0);
+    }
+    await vfs!.close();
+    vfs = undefined;
+    expect(await readdir(path.join(scratch, "fs"))).toEqual([]);
+    const left = await config!.backend.ls("/");
+    expect(left.error).toBeUndefined();
+    expect((left.files ?? []).filter((f) => !f.path.startsWith("/fs"))).toEqual([]);
+  });
+
+  it("ends with the failing request's errno where a route refuses what it asks", async () => {
+    // A disk route whose root is a file: its mkdir fails (ENOTDIR), as no warm-up expects.
+    await writeFile(path.join(scratch, "not-a-dir"), "x");
+    vfs = new Vfs(new FilesystemBackend({ rootDir: path.join(scratch, "not-a-dir"), virtualMode: true }), { attrTimeoutMs: 1000 });
+    await expect(new RawTransport().warmUp(createKernelOps(vfs, { log: () => undefined }), options, ["/"])).rejects.toThrow(/warm-up request \d+ failed with errno \d+/);
+  });
+});
+
+describe.skipIf(!isRoot)("a mount with a warm-up", () => {
+  let m: TestMount | undefined;
+  afterEach(async () => {
+    await m?.close();
+    m = undefined;
+  });
+
+  it("mounts and serves its backend when the warm-up fails, saying so in one line", async () => {
+    const logs: string[] = [];
+    await writeFile(path.join(scratch, "not-a-dir"), "x");
+    await mkdir(path.join(scratch, "real"));
+    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
+      transport: "raw",
+      log: (line) => logs.push(line),
+      warmUp: { backend: new FilesystemBackend({ rootDir: path.join(scratch, "not-a-dir"), virtualMode: true }), dirs: ["/"] },
+    });
+    expect(logs.filter((l) => l.startsWith("warm-up stopped: warm-up request"))).toHaveLength(1);
+    await ok("echo served > a.txt && cat a.txt", m.dir);
+    expect(await readdir(path.join(scratch, "real"))).toEqual(["a.txt"]);
+  });
+});
+
+describe.skipIf(!isRoot)("backendfs mount -v", () => {
+  let work: string;
+  const daemons: Daemon[] = [];
+  beforeAll(async () => {
+    await bundleCli();
+    work = await mkdtemp(path.join(tmpdir(), "backendfs-warm-up-cli-"));
+  });
+  afterAll(async () => {
+    for (const d of daemons) if (d.child.exitCode === null) d.child.kill("SIGKILL");
+    if (await isMountPoint(path.join(work, "mnt"))) await lazyUnmount(path.join(work, "mnt"));
+    await rm(work, { recursive: true, force: true });
+  });
+
+  it("warms up on raw before it mounts, and removes its scratch directory", async () => {
+    const tmp = path.join(work, "tmp");
+    await mkdir(tmp);
+    await mkdir(path.join(work, "mnt"));
+    await mkdir(path.join(work, "root"));
+    const d = startCli(["mount", path.join(work, "mnt"), "--root", path.join(work, "root"), "--transport", "raw", "-v"], { ...process.env, TMPDIR: tmp });
+    daemons.push(d);
+    await waitMounted(d, 30_000);
+    const stderr = d.stderr();
+    expect(stderr).toMatch(/warmed up: \d+ requests in \d+ ms/);
+    expect(stderr.indexOf("warmed up")).toBeLessThan(stderr.indexOf("mounted at"));
+    expect(await readdir(tmp)).toEqual([]);
+    d.child.kill("SIGTERM");
+    await d.exited;
+  });
+});
