@@ -725,13 +725,13 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
    * Forwarded to the serving backend when it has real directories. Key-value backends have
    * none; for them this returns an error and the caller (the vfs) keeps the directory itself.
    */
-  async mkdir(path: string): Promise<{ error?: string }> {
+  async mkdir(path: string, mode?: number): Promise<{ error?: string; mode?: number }> {
     if (this.table.isImplicitDirectory(path)) return failure("already_exists", `Error: '${path}' already exists`);
     const { route, backend, innerPath } = this.table.resolve(path);
     if (!canMkdir(backend)) {
       return failure("unsupported", `Error: mkdir is not supported for '${path}' on ${describeRoute(route)}.`);
     }
-    return await backend.mkdir(innerPath);
+    return await backend.mkdir(innerPath, mode);
   }
 
   /** Closes every backend that can be closed. */

@@ -16,6 +16,7 @@
  * they are, with no containment at all. Use `virtualMode: true` for anything an agent drives.
  */
 import fs from "node:fs/promises";
+import { daemonUmask } from "../protocol/daemon-identity.js";
 import fsConstants from "node:fs";
 import path from "node:path";
 import { DiskWatch } from "./disk-watch.js";
@@ -650,18 +651,26 @@ export class FilesystemBackend
   }
 
   /** A real, empty directory (and its parents); an existing directory is fine. */
-  async mkdir(dirPath: string): Promise<{ error?: string }> {
+  /**
+   * With `mode`, made with it, and the bits mkdir(2) left said in the result (the daemon's
+   * umask taken; a set-group-ID parent's bit, which the directory inherits, not among them).
+   * Where they are all the caller asked for, the vfs needs no chmod after it, nor the stat
+   * that followed, nor the change event the chmod caused in the route's feed.
+   */
+  async mkdir(dirPath: string, mode?: number): Promise<{ error?: string; mode?: number }> {
     try {
       const target = await this.paths.resolve(dirPath, { followLeaf: true });
       // Inline, as every metadata call here: a trip through libuv's pool costs more than the mkdir.
-      const first = fsConstants.mkdirSync(target.hostPath, { recursive: true });
+      const first = fsConstants.mkdirSync(target.hostPath, { recursive: true, ...(mode !== undefined && { mode: mode & 0o1777 }) });
       // Its one event (in the first directory's parent; the others' parents were not watched yet) is our own.
       if (first !== undefined) this.diskWatch?.expect(first, "created");
       // Watched from now on: the mount holds the new directory as empty (a name made in it
       // between the two calls, by someone who guessed it, would be missed).
       this.paths.observer?.cover(target.hostPath);
       this.unsynced.add(target.hostPath);
-      return {};
+      // Only a directory this call made has the mode (one there already is as it was).
+      const umask = daemonUmask();
+      return mode !== undefined && first === target.hostPath && umask !== undefined ? { mode: mode & 0o1777 & ~umask } : {};
     } catch (error) {
       return fsFailure(error, `Error creating directory '${dirPath}': ${describeFsError(error)}`);
     }

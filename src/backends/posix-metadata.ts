@@ -174,8 +174,10 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
     return { unsupported: true };
   }
 
-  mkdir(path: string): Promise<{ error?: string }> {
-    return this.makeNode(path, "dir", { mode: 0o755 });
+  /** A record with `mode` (default 0755): the vfs then stores no mode after it. */
+  async mkdir(path: string, mode?: number): Promise<{ error?: string; mode?: number }> {
+    const made = await this.makeNode(path, "dir", { mode: mode === undefined ? 0o755 : mode & 0o7777 });
+    return made.error === undefined && mode !== undefined ? { ...made, mode: mode & 0o7777 } : made;
   }
 
   setMetadata(path: string, metadata: FileMetadata): Promise<SetMetadataResult> {

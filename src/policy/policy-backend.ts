@@ -346,11 +346,11 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
     return this.guarded(this.operation("mknod", [path]), (error) => ({ error }), () => this.forward("mknod", path, mode, rdev) as Promise<NodeResult>);
   }
 
-  mkdir(path: string): Promise<{ error?: string }> {
+  mkdir(path: string, mode?: number): Promise<{ error?: string; mode?: number }> {
     return this.guarded(
       this.operation("mkdir", [path]),
       (error) => ({ error }),
-      () => this.forward("mkdir", path) as Promise<{ error?: string }>,
+      () => this.forward("mkdir", path, mode) as Promise<{ error?: string; mode?: number }>,
     );
   }
 

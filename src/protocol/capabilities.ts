@@ -123,7 +123,11 @@ export interface Watchable {
 
 /** Backends with real directories (a disk) can create empty ones. */
 export interface DirectoryMaker {
-  mkdir(path: string): MaybePromise<{ error?: string }>;
+  /**
+   * `mode`: the permission bits wanted. A backend that made the directory with them says so
+   * in `mode`, the bits it has now (a disk: what its umask left); the caller sets the rest.
+   */
+  mkdir(path: string, mode?: number): MaybePromise<{ error?: string; mode?: number }>;
 }
 
 export interface XattrsResult {

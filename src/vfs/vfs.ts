@@ -610,19 +610,22 @@ export class Vfs {
     const parent = await this.attr(parentOf(path));
     if (!parent.isDir) throw new FsError("ENOTDIR", path);
     this.adoptMountPoints(parentOf(path));
+    // A directory made in a set-group-ID directory inherits the bit (the disk gave it; a chmod would take it away).
+    const perm = (mode & 0o7777) | (parent.posix && (parent.mode ?? 0) & S_ISGID ? S_ISGID : 0);
     const backend = this.backend;
+    let madeWith: number | undefined;
     if (canMkdir(backend)) {
-      const result = await this.call("mkdir", () => backend.mkdir(path));
+      const result = await this.call("mkdir", () => backend.mkdir(path, perm));
       if (result.error && backendError(result, "mkdir", path).code !== "ENOTSUP") throw backendError(result, "mkdir", path);
       if (result.error) this.implicitDirs.add(path);
+      madeWith = result.mode;
     } else {
       this.implicitDirs.add(path);
     }
     this.attrs.delete(path);
-    // A directory made in a set-group-ID directory inherits the bit (the disk gave it; a chmod would take it away).
-    const perm = (mode & 0o7777) | (parent.posix && (parent.mode ?? 0) & S_ISGID ? S_ISGID : 0);
-    const owner = this.ownerToStore(parent, caller);
-    if (this.implicitDirs.has(path) || !(await this.storeMetadata(path, { ...(perm !== DEFAULT_DIR_MODE || parent.posix ? { mode: perm } : {}), ...owner }))) {
+    // The mode is stored after the mkdir unless the backend made the directory with it.
+    const metadata = { ...(madeWith !== perm && (perm !== DEFAULT_DIR_MODE || parent.posix) ? { mode: perm } : {}), ...this.ownerToStore(parent, caller) };
+    if (this.implicitDirs.has(path) || !(Object.keys(metadata).length === 0 || (await this.storeMetadata(path, metadata)))) {
       this.overlays.set(path, { mode: perm });
     }
     this.addToListing(path, true);
