@@ -638,11 +638,16 @@ export class FilesystemBackend
     return this.makeNode(nodePath, "creating", (hostPath) => makeSpecialFile(hostPath, mode, rdev));
   }
 
-  /** Resolves a new entry's path (never through a symlink at the leaf) and makes it there. */
+  /**
+   * Resolves a new entry's path (never through a symlink at the leaf) and makes it there; its
+   * one event is our own (until 2026-12-05 the feed reported every link and symlink the mount
+   * made, and the vfs compared it with the disk: two lstats for each object `git add` writes).
+   */
   private async makeNode(nodePath: string, what: string, make: (hostPath: string) => void | Promise<void>): Promise<NodeResult> {
     try {
       const { hostPath } = await this.paths.resolve(nodePath, { followLeaf: false });
       await make(hostPath);
+      this.diskWatch?.expect(hostPath, "created");
       this.unsynced.add(hostPath);
       return {};
     } catch (error) {
@@ -650,12 +655,12 @@ export class FilesystemBackend
     }
   }
 
-  /** A real, empty directory (and its parents); an existing directory is fine. */
   /**
-   * With `mode`, made with it, and the bits mkdir(2) left said in the result (the daemon's
-   * umask taken; a set-group-ID parent's bit, which the directory inherits, not among them).
-   * Where they are all the caller asked for, the vfs needs no chmod after it, nor the stat
-   * that followed, nor the change event the chmod caused in the route's feed.
+   * A real, empty directory (and its parents); an existing directory is fine. With `mode`,
+   * made with it, and the bits mkdir(2) left said in the result (the daemon's umask taken; a
+   * set-group-ID parent's bit, which the directory inherits, not among them). Where they are
+   * all the caller asked for, the vfs needs no chmod after it, nor the stat that followed,
+   * nor the change event the chmod caused in the route's feed.
    */
   async mkdir(dirPath: string, mode?: number): Promise<{ error?: string; mode?: number }> {
     try {

@@ -97,7 +97,7 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     expect(backend.watches("/e/a.txt")).toBe(false);
   });
 
-  it("does not report the backend's own creates, saves, renames, unlinks, mkdirs and rmdirs; someone else's change of the same names right after is reported", async () => {
+  it("does not report the backend's own creates, saves, renames, unlinks, mkdirs, rmdirs, links and symlinks; someone else's change of the same names right after is reported", async () => {
     await fs.writeFile(path.join(work, "old.txt"), "old");
     const backend = new FilesystemBackend({ rootDir: work, virtualMode: true });
     const reports: string[] = [];
@@ -115,6 +115,9 @@ describe.runIf(hasInotify)("the disk change feed", () => {
     // A directory made and removed (as a mount's mkdir and rmdir).
     expect((await backend.mkdir("/d")).error).toBeUndefined();
     expect((await backend.delete("/d")).error).toBeFalsy();
+    // A hard link and a symlink (git links each object it writes to its name).
+    expect((await backend.link("/old.txt", "/linked.txt")).error).toBeUndefined();
+    expect((await backend.symlink("old.txt", "/sym")).error).toBeUndefined();
     await sleep(200);
     // The save's writes went to its temporary file, never reported; the rename over old.txt was its own.
     expect(reports).toEqual([]);
