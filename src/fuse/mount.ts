@@ -114,7 +114,6 @@ async function warmUp(
   }
 }
 
-/** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */
 /**
  * The fastest kernel bridge that works here: raw with the native addon (FUSE passthrough,
  * requests read on the event loop) when running as root, else fuse-native (libfuse 2,
@@ -127,6 +126,7 @@ export function defaultTransport(): TransportName {
   return rawTransportRefusal() === undefined && loadNative().addon !== undefined ? "raw" : "fuse-native";
 }
 
+/** /dev/fuse, and fusermount and libfuse 2 (or root, for raw), each with the fix spelled out when missing. */
 export async function checkFuseAvailable(transport: TransportName = "fuse-native"): Promise<void> {
   const refusal = transport === "raw" ? rawTransportRefusal() : undefined;
   if (refusal) throw new MountError(refusal);

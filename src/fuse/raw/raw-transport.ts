@@ -24,7 +24,7 @@ import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
 import { RequestHandler, type Backings } from "./request-handler.js";
-import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE } from "./protocol.js";
+import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE, u64At } from "./protocol.js";
 import { warmUp as runWarmUp } from "./warm-up.js";
 
 /** One request at most: a 1 MiB write plus its headers. */
@@ -99,7 +99,7 @@ export class RawTransport implements Transport {
     const reader = { inFlight: new Int32Array(1), recycle: () => undefined };
     const write = (buffers: Buffer[]) => {
       const reply = Buffer.concat(buffers);
-      waiting.get(Number(reply.readBigUInt64LE(8)))?.(reply);
+      waiting.get(u64At(reply, 8))?.(reply);
     };
     return runWarmUp(
       (request) => {

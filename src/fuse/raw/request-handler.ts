@@ -114,7 +114,8 @@ export class RequestHandler {
     private readonly ops: KernelOps,
     private readonly options: TransportOptions,
     private readonly pool: BufferPool,
-    extras: HandlerExtras = {},
+    /** What the transport brought (the addon's parts among them). */
+    readonly extras: HandlerExtras = {},
   ) {
     ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, notify: this.notify, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
@@ -122,11 +123,6 @@ export class RequestHandler {
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
     if (this.mirror || this.dirNames || this.notify) ops.onInvalidate?.((paths) => this.changedElsewhere(paths));
     if (this.keptOpens && ops.adoptKept) ops.onKept?.((kept) => this.kept(kept));
-  }
-
-  /** What the transport brought (the addon's parts among them). */
-  get extras(): HandlerExtras {
-    return { debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, notify: this.notify, log: this.log };
   }
 
   /** The reply's payload, or undefined for requests that get no reply. */

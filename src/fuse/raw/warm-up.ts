@@ -17,7 +17,9 @@
  * is left of the first pass's excess is not this code's compiling: its first 1,000 creates stay
  * slower after 25,000 warm-up requests too.
  */
-import { FUSE_KERNEL_MINOR_VERSION, FUSE_ROOT_ID, Fattr, InitFlag, InitFlag2, IN_HEADER_SIZE, OpenFlag, Op, OUT_HEADER_SIZE, u64At } from "./protocol.js";
+import {
+  DIRENT_SIZE, direntSize, ENTRY_OUT_SIZE, FUSE_KERNEL_MINOR_VERSION, FUSE_ROOT_ID, Fattr, InitFlag, InitFlag2, IN_HEADER_SIZE, OpenFlag, Op, OUT_HEADER_SIZE, u64At,
+} from "./protocol.js";
 
 /**
  * Hands one request (as read from the device: header and body) to the transport's dispatch,
@@ -144,7 +146,7 @@ class ScriptedKernel {
   async create(parent: number, name: string): Promise<{ nodeid: number; fh: number; passthrough: boolean }> {
     const reply = await this.send(Op.CREATE, parent, Buffer.concat([u32s(O_WRONLY | O_CREAT | O_TRUNC, S_IFREG | 0o644, 0o022, 0), names(name)]));
     const nodeid = this.counted(u64At(reply, 0));
-    const open = reply.subarray(128);
+    const open = reply.subarray(ENTRY_OUT_SIZE);
     return { nodeid, fh: u64At(open, 0), passthrough: (open.readUInt32LE(8) & OpenFlag.PASSTHROUGH) !== 0 };
   }
 
@@ -190,15 +192,16 @@ class ScriptedKernel {
   async list(nodeid: number): Promise<void> {
     const fh = u64At(await this.send(Op.OPENDIR, nodeid, u32s(0, 0)), 0);
     const first = await this.send(Op.READDIRPLUS, nodeid, readIn(fh, 0, 65536));
-    // The entries' lookups the kernel now holds, one each (direntplus: an entry_out, then the dirent).
-    for (let at = 0; at + 152 <= first.length; ) {
+    // Each entry (an entry_out, then the dirent: ino, off, namelen, type, name) is a lookup the
+    // kernel now holds; the last one's offset is where the next READDIRPLUS starts.
+    let next = 0;
+    for (let at = 0; at + ENTRY_OUT_SIZE + DIRENT_SIZE <= first.length; ) {
       const node = u64At(first, at);
       if (node !== 0) this.counted(node);
-      const nameLength = first.readUInt32LE(at + 128 + 16);
-      at += 128 + ((24 + nameLength + 7) & ~7);
+      next = u64At(first, at + ENTRY_OUT_SIZE + 8);
+      at += ENTRY_OUT_SIZE + direntSize(first.readUInt32LE(at + ENTRY_OUT_SIZE + 16));
     }
-    const end = first.length === 0 ? 0 : u64At(first, lastDirentOffset(first) + 128 + 8);
-    await this.send(Op.READDIRPLUS, nodeid, readIn(fh, end, 65536));
+    await this.send(Op.READDIRPLUS, nodeid, readIn(fh, next, 65536));
     await this.send(Op.RELEASEDIR, nodeid, handleIn(fh, 0));
   }
 
@@ -299,14 +302,4 @@ function handleIn(fh: number, flags: number): Buffer {
   out.writeBigUInt64LE(BigInt(fh), 0);
   out.writeUInt32LE(flags, 8);
   return out;
-}
-
-/** Where the last direntplus of a READDIRPLUS reply starts. */
-function lastDirentOffset(reply: Buffer): number {
-  let last = 0;
-  for (let at = 0; at + 152 <= reply.length; ) {
-    last = at;
-    at += 128 + ((24 + reply.readUInt32LE(at + 128 + 16) + 7) & ~7);
-  }
-  return last;
 }
