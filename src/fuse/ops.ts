@@ -1,7 +1,6 @@
 /** The table of kernel operations: each one a vfs call, optionally logged (-v). */
-import { FsError, type Vfs } from "../vfs/index.js";
+import { FsError, type Caller, type Vfs, type VfsDirEntry, type VfsStat, type VfsStatfs } from "../vfs/index.js";
 import type { HostFile } from "../protocol/index.js";
-import type { Caller, VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
 import type { BackingFile, HeldNames, KeptFile, KernelOps } from "./transport.js";
 
 export interface OpsOptions {
