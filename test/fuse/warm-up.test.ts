@@ -14,6 +14,7 @@ import { FilesystemBackend } from "../../src/backends/filesystem.js";
 import { loadMountConfig, type LoadedMountConfig } from "../../src/config/index.js";
 import { createKernelOps, isMountPoint, lazyUnmount } from "../../src/fuse/index.js";
 import { RawTransport } from "../../src/fuse/raw/raw-transport.js";
+import { runtimeDir } from "../../src/sandbox/runtime-dir.js";
 import type { KernelOps, TransportOptions } from "../../src/fuse/transport.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { bundleCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
@@ -118,20 +119,25 @@ describe.skipIf(!isRoot)("backendfs mount -v", () => {
     for (const d of daemons) if (d.child.exitCode === null) d.child.kill("SIGKILL");
     if (await isMountPoint(path.join(work, "mnt"))) await lazyUnmount(path.join(work, "mnt"));
     await rm(work, { recursive: true, force: true });
+    await rm(path.join(runtimeDir(), "warm-up", "4194305"), { recursive: true, force: true });
   });
 
-  it("warms up on raw before it mounts, and removes its scratch directory", async () => {
-    const tmp = path.join(work, "tmp");
-    await mkdir(tmp);
+  it("warms up on raw before it mounts, removes its scratch directory, and one a killed daemon left", async () => {
+    const scratchDirs = path.join(runtimeDir(), "warm-up");
+    // A scratch directory of a process that is gone (pid_max is at most 4,194,304).
+    const leftover = path.join(scratchDirs, "4194305");
+    await mkdir(path.join(leftover, "fs"), { recursive: true });
     await mkdir(path.join(work, "mnt"));
     await mkdir(path.join(work, "root"));
-    const d = startCli(["mount", path.join(work, "mnt"), "--root", path.join(work, "root"), "--transport", "raw", "-v"], { ...process.env, TMPDIR: tmp });
+    const d = startCli(["mount", path.join(work, "mnt"), "--root", path.join(work, "root"), "--transport", "raw", "-v"]);
     daemons.push(d);
     await waitMounted(d, 30_000);
     const stderr = d.stderr();
     expect(stderr).toMatch(/warmed up: \d+ requests in \d+ ms/);
     expect(stderr.indexOf("warmed up")).toBeLessThan(stderr.indexOf("mounted at"));
-    expect(await readdir(tmp)).toEqual([]);
+    const left = await readdir(scratchDirs);
+    expect(left).not.toContain(String(d.child.pid));
+    expect(left).not.toContain("4194305");
     d.child.kill("SIGTERM");
     await d.exited;
   });

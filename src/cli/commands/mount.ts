@@ -6,7 +6,6 @@
  * <message>`, exit 1, as every command reports; the stack trace only with -v.
  */
 import { promises as fs } from "node:fs";
-import { tmpdir } from "node:os";
 import path from "node:path";
 import type { ArgumentsCamelCase, Argv, CommandModule } from "yargs";
 import { FilesystemBackend } from "../../backends/filesystem.js";
@@ -16,6 +15,7 @@ import { defaultTransport, isMountPoint, mount, MountError, type TransportName }
 import type { AccessCheck } from "../../vfs/index.js";
 import type { FilesystemPermission } from "../../policy/types.js";
 import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
+import { isAlive, runtimeDir } from "../../sandbox/runtime-dir.js";
 import { SANDBOX_MOUNT_POINTS } from "../../sandbox/system-paths.js";
 import { reportError } from "../run.js";
 
@@ -149,14 +149,27 @@ interface WarmUpScratch {
 
 /**
  * The scratch backend the transport warms its request path on before it mounts
- * (src/fuse/raw/warm-up.ts): in a private temporary directory, of the kinds a mount of this
- * command serves (thread state at `/` and a disk route; a disk only for `--root`), removed
- * once mounted. Only for the raw transport (libfuse's request path is not ours);
- * BACKENDFS_WARM_UP_ROUNDS=0 turns it off.
+ * (src/fuse/raw/warm-up.ts): of the kinds a mount of this command serves (thread state at
+ * `/` and a disk route; a disk only for `--root`), in `<runtime dir>/warm-up/<pid>`, removed
+ * once mounted; one a killed daemon left is removed by the next. Only for the raw transport
+ * (libfuse's request path is not ours); BACKENDFS_WARM_UP_ROUNDS=0 turns it off.
  */
 async function warmUpScratch(argv: MountArgs): Promise<WarmUpScratch | undefined> {
   if ((argv.transport ?? defaultTransport()) !== "raw" || process.env.BACKENDFS_WARM_UP_ROUNDS === "0") return undefined;
-  const dir = await fs.mkdtemp(path.join(tmpdir(), "backendfs-warm-up-"));
+  let dir: string;
+  try {
+    const base = path.join(runtimeDir(), "warm-up");
+    await fs.mkdir(base, { recursive: true, mode: 0o700 });
+    for (const name of await fs.readdir(base)) {
+      const pid = Number(name);
+      if (Number.isInteger(pid) && pid !== process.pid && !isAlive(pid)) await fs.rm(path.join(base, name), { recursive: true, force: true });
+    }
+    dir = path.join(base, String(process.pid));
+    await fs.rm(dir, { recursive: true, force: true });
+    await fs.mkdir(dir, { mode: 0o700 });
+  } catch {
+    return undefined;
+  }
   const dispose = async () => {
     await Promise.resolve(loaded?.close?.()).catch(() => undefined);
     await fs.rm(dir, { recursive: true, force: true });
