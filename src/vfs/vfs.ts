@@ -1330,12 +1330,23 @@ export class Vfs {
   /**
    * A directory's link count where the backend leaves it to the mount (a key-value route
    * says 0: counting its subdirectories costs a listing): 2 and one per subdirectory of the
-   * listing the mount keeps anyway.
+   * listing the mount keeps anyway, with what only the mount holds as merged() has it. Counted
+   * in place: the kernel asks for a directory after every name made in it, and a copy of the
+   * listing (merged's) made a `cp -r` of n files into one directory cost n²/2 entries copied.
    */
   private async countedLinks(path: string): Promise<number> {
+    const listing = await this.listing(path, false);
     let subdirs = 0;
-    for (const isDir of this.merged(path, await this.listing(path, false)).values()) if (isDir) subdirs++;
+    for (const isDir of listing.values()) if (isDir) subdirs++;
+    const isDirHere = (child: string) => listing.get(basenameOf(child)) === true || this.isImplicitChild(path, child);
+    for (const implicit of this.implicitDirs) if (this.isImplicitChild(path, implicit) && listing.get(basenameOf(implicit)) !== true) subdirs++;
+    for (const file of this.files.values()) if (!file.detached && (file.local || file.dirty) && parentOf(file.path) === path && isDirHere(file.path)) subdirs--;
     return 2 + subdirs;
+  }
+
+  /** Whether `child` is an implicit directory directly in `dir` (as merged() adds them). */
+  private isImplicitChild(dir: string, child: string): boolean {
+    return child !== dir && parentOf(child) === dir && this.implicitDirs.has(child);
   }
 
   private toStat(path: string, attr: Attr, nlink?: number): VfsStat {
