@@ -1265,13 +1265,24 @@ export class Vfs {
     return { isDir: false, size: stat.size, mtimeMs, version, mode: stat.mode, posix };
   }
 
-  /** A backend listing plus what only the mount knows: implicit dirs, files not yet uploaded. */
-  private merged(dir: string, listing: Listing): Listing {
-    const all: Listing = new Map(listing);
-    for (const implicit of this.implicitDirs) if (parentOf(implicit) === dir && implicit !== dir) all.set(basenameOf(implicit), true);
+  /**
+   * A backend listing plus what only the mount knows: implicit dirs, files not yet uploaded.
+   * The listing itself where that changes nothing in it (a file the mount just made is in its
+   * listing already), else a copy: the kernel asks for a key-value directory after every name
+   * made in it, whose link count this counts, and a copy each time made a `cp -r` of n files
+   * into one directory copy n²/2 entries (until 2026-12-05).
+   */
+  private merged(dir: string, listing: Listing): ReadonlyMap<string, boolean> {
+    let all = listing;
+    const put = (name: string, isDir: boolean) => {
+      if (all.get(name) === isDir) return;
+      if (all === listing) all = new Map(listing);
+      all.set(name, isDir);
+    };
+    for (const implicit of this.implicitDirs) if (parentOf(implicit) === dir && implicit !== dir) put(basenameOf(implicit), true);
     for (const file of this.files.values()) {
       if (file.detached) continue;
-      if (parentOf(file.path) === dir && (file.local || file.dirty)) all.set(basenameOf(file.path), false);
+      if (parentOf(file.path) === dir && (file.local || file.dirty)) put(basenameOf(file.path), false);
     }
     return all;
   }
@@ -1330,23 +1341,12 @@ export class Vfs {
   /**
    * A directory's link count where the backend leaves it to the mount (a key-value route
    * says 0: counting its subdirectories costs a listing): 2 and one per subdirectory of the
-   * listing the mount keeps anyway, with what only the mount holds as merged() has it. Counted
-   * in place: the kernel asks for a directory after every name made in it, and a copy of the
-   * listing (merged's) made a `cp -r` of n files into one directory cost n²/2 entries copied.
+   * listing the mount keeps anyway.
    */
   private async countedLinks(path: string): Promise<number> {
-    const listing = await this.listing(path, false);
     let subdirs = 0;
-    for (const isDir of listing.values()) if (isDir) subdirs++;
-    const isDirHere = (child: string) => listing.get(basenameOf(child)) === true || this.isImplicitChild(path, child);
-    for (const implicit of this.implicitDirs) if (this.isImplicitChild(path, implicit) && listing.get(basenameOf(implicit)) !== true) subdirs++;
-    for (const file of this.files.values()) if (!file.detached && (file.local || file.dirty) && parentOf(file.path) === path && isDirHere(file.path)) subdirs--;
+    for (const isDir of this.merged(path, await this.listing(path, false)).values()) if (isDir) subdirs++;
     return 2 + subdirs;
-  }
-
-  /** Whether `child` is an implicit directory directly in `dir` (as merged() adds them). */
-  private isImplicitChild(dir: string, child: string): boolean {
-    return child !== dir && parentOf(child) === dir && this.implicitDirs.has(child);
   }
 
   private toStat(path: string, attr: Attr, nlink?: number): VfsStat {
