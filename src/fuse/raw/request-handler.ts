@@ -27,7 +27,8 @@ const S_IFMT = 0o170000;
 const UNKNOWN_INO = 0xffffffff;
 /** Paths changed elsewhere the kernel is told of at once, at most (beyond: its timeouts). */
 const NOTIFY_AT_MOST = 4096;
-const WANTED_FLAGS =
+/** The init flags this handler takes where the kernel offers them. */
+export const WANTED_FLAGS =
   InitFlag.ASYNC_READ | InitFlag.ATOMIC_O_TRUNC | InitFlag.BIG_WRITES | InitFlag.AUTO_INVAL_DATA |
   InitFlag.DO_READDIRPLUS | InitFlag.PARALLEL_DIROPS | InitFlag.MAX_PAGES;
 

@@ -20,6 +20,7 @@
 import {
   DIRENT_SIZE, direntSize, ENTRY_OUT_SIZE, FUSE_KERNEL_MINOR_VERSION, FUSE_ROOT_ID, Fattr, InitFlag, InitFlag2, IN_HEADER_SIZE, OpenFlag, Op, OUT_HEADER_SIZE, u64At,
 } from "./protocol.js";
+import { WANTED_FLAGS } from "./request-handler.js";
 
 /**
  * Hands one request (as read from the device: header and body) to the transport's dispatch,
@@ -117,10 +118,8 @@ class ScriptedKernel {
     body.writeUInt32LE(7, 0);
     body.writeUInt32LE(FUSE_KERNEL_MINOR_VERSION, 4);
     body.writeUInt32LE(1 << 20, 8);
-    body.writeUInt32LE(
-      InitFlag.ASYNC_READ | InitFlag.ATOMIC_O_TRUNC | InitFlag.BIG_WRITES | InitFlag.AUTO_INVAL_DATA | InitFlag.DO_READDIRPLUS | InitFlag.PARALLEL_DIROPS | InitFlag.MAX_PAGES | InitFlag.INIT_EXT,
-      12,
-    );
+    // What the handler takes, and passthrough (flags2), as this kernel offers them.
+    body.writeUInt32LE(WANTED_FLAGS | InitFlag.INIT_EXT, 12);
     body.writeUInt32LE(InitFlag2.PASSTHROUGH, 16);
     await this.send(Op.INIT, 0, body);
   }
