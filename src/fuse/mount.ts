@@ -1,7 +1,8 @@
 /**
  * Mounting a backend: checks that give a clear message for every bad input (no /dev/fuse,
  * no libfuse, missing/used/non-empty mount point), recovery of a stale mount left by a
- * crash, and an asynchronous unmount that uploads whatever is still dirty.
+ * crash, a guard that detaches the mount if this process dies (unmount-guard.ts), and an
+ * asynchronous unmount that uploads whatever is still dirty.
  */
 import { execFile } from "node:child_process";
 import { constants, promises as fs } from "node:fs";
@@ -12,6 +13,7 @@ import { loadNative } from "./raw/native.js";
 import { createKernelOps } from "./ops.js";
 import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
+import { connectionOf, startUnmountGuard } from "./unmount-guard.js";
 import type { Transport, TransportOptions } from "./transport.js";
 
 /** The kernel bridges `backendfs mount --transport` offers. */
@@ -81,6 +83,8 @@ export async function mount(options: MountOptions): Promise<Mounted> {
     await vfs.close().catch(() => undefined);
     throw new MountError(`cannot mount ${mountPoint}: ${(err as Error).message}`);
   }
+  const connection = await connectionOf(mountPoint);
+  const guard = connection === undefined ? undefined : startUnmountGuard(mountPoint, connection);
 
   let unmounting: Promise<void> | undefined;
   return {
@@ -88,7 +92,11 @@ export async function mount(options: MountOptions): Promise<Mounted> {
     vfs,
     unmount: () =>
       (unmounting ??= (async () => {
-        await transport.unmount();
+        try {
+          await transport.unmount();
+        } finally {
+          guard?.stop();
+        }
         await vfs.close();
       })()),
   };

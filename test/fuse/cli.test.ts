@@ -1,7 +1,7 @@
 /**
  * `backendfs mount` / `unmount` as real processes: bad input, clean stop on SIGTERM, and a
  * daemon killed with -9 (restart recovers the stale mount; fsync'd data is kept; no file
- * is ever half-written).
+ * is ever half-written; the daemon's guard detaches the mount where libfuse's does not).
  */
 import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -152,4 +152,29 @@ describe("backendfs mount: lifecycle", () => {
     restarted.child.kill("SIGTERM");
     expect(await restarted.exited).toBe(0);
   }, 60_000);
+
+  // libfuse's auto_unmount (fusermount) unmounts only if opening the mount point fails with
+  // ENOTCONN; an open already queued when the daemon died fails with ECONNABORTED and left
+  // the dead mount in place. The daemon's own guard reads the mount table instead. Without
+  // fusermount's helper the guard is all that is left, so this fails if the guard does not work.
+  it("kill -9 on fuse-native with libfuse's auto_unmount helper gone: the daemon's guard detaches the mount", async () => {
+    const { root, mnt } = await dirs("guard");
+    const d = daemon(["mount", mnt, "--root", root, "--transport", "fuse-native"]);
+    await waitMounted(d);
+    const pid = d.child.pid!;
+    const children = (await sh(`ps -o pid=,comm= --ppid ${pid}`, work)).stdout.trim().split("\n").map((line) => line.trim().split(/\s+/));
+    const helpers = children.filter(([, comm]) => comm?.startsWith("fusermount"));
+    expect(helpers.length).toBe(1);
+    for (const [helper] of helpers) process.kill(Number(helper), "SIGKILL");
+    expect((await sh("echo alive > a.txt && cat a.txt", mnt)).stdout).toBe("alive\n");
+    process.kill(pid, "SIGKILL");
+    await d.exited;
+    let mounted = true;
+    for (let i = 0; i < 50 && mounted; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      mounted = await isMountPoint(mnt);
+    }
+    expect(mounted).toBe(false);
+    expect(await readFile(path.join(root, "a.txt"), "utf8")).toBe("alive\n");
+  });
 });

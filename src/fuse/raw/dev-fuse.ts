@@ -1,10 +1,9 @@
 /**
  * Opening /dev/fuse and mounting it as root: mount(8) gets the open descriptor as its fd 3
  * (`-o fd=3`). Node opens files with O_CLOEXEC, so no other child inherits the descriptor.
- * A detached watcher lazily unmounts if this process dies without unmounting (kill -9), the
- * role libfuse's auto_unmount plays for the fuse-native transport.
+ * If this process dies without unmounting, ../unmount-guard.ts detaches the mount.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { constants, open, promises as fs } from "node:fs";
 import path from "node:path";
 
@@ -48,16 +47,6 @@ export function mountDevFuse(fd: number, mountPoint: string, options: DevMountOp
   });
 }
 
-/** The fuse connection id of a mount (its device minor), from this process's mount table. */
-export async function connectionOf(mountPoint: string): Promise<number | undefined> {
-  const table = await fs.readFile("/proc/self/mountinfo", "utf8");
-  for (const line of table.split("\n")) {
-    const fields = line.split(" ");
-    if (fields[4] === mountPoint && fields[2]?.startsWith("0:")) return Number(fields[2].slice(2));
-  }
-  return undefined;
-}
-
 /** Ends a connection whose mount is gone but still referenced: blocked readers get ENODEV. */
 export async function abortConnection(connection: number): Promise<void> {
   await fs.writeFile(path.join("/sys/fs/fuse/connections", String(connection), "abort"), "1").catch(() => undefined);
@@ -67,14 +56,3 @@ export function lazyUmount(mountPoint: string): Promise<void> {
   return new Promise((resolve) => execFile("umount", ["-l", mountPoint], () => resolve()));
 }
 
-/**
- * A watcher that reads our end of a pipe: EOF (we died) with the mount point dead
- * (stat fails: "Transport endpoint is not connected") unmounts it lazily.
- */
-export function startUnmountGuard(mountPoint: string): ChildProcess {
-  const script = 'read _ ; stat "$1" >/dev/null 2>&1 || umount -l "$1"';
-  const guard = spawn("sh", ["-c", script, "backendfs-guard", mountPoint], { stdio: ["pipe", "ignore", "ignore"], detached: true });
-  guard.unref();
-  (guard.stdin as unknown as { unref?: () => void }).unref?.();
-  return guard;
-}

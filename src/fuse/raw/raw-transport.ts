@@ -10,13 +10,13 @@
  * each is answered exactly once, a thrown error becoming -errno; replies are written from
  * the loop.
  */
-import type { ChildProcess } from "node:child_process";
 import { close, writev, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions } from "../transport.js";
-import { abortConnection, connectionOf, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal, startUnmountGuard } from "./dev-fuse.js";
+import { connectionOf } from "../unmount-guard.js";
+import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
@@ -38,7 +38,6 @@ export class RawTransport implements Transport {
   private fd = -1;
   private mountPoint = "";
   private connection: number | undefined;
-  private guard: ChildProcess | undefined;
   private ended: Promise<void> = Promise.resolve();
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
@@ -57,7 +56,6 @@ export class RawTransport implements Transport {
       throw err;
     }
     this.mountPoint = mountPoint;
-    this.guard = startUnmountGuard(mountPoint);
     this.connection = await connectionOf(mountPoint);
     // FUSE passthrough needs the addon's ioctls and root (CAP_SYS_ADMIN for a backing file).
     const fd = this.fd;
@@ -142,7 +140,6 @@ export class RawTransport implements Transport {
       await withTimeout(this.ended, 3000, "").catch(() => undefined);
     }
     await new Promise((resolve) => close(this.fd, resolve));
-    this.guard?.kill();
   }
 
   /** Runs a request; whether a reply is to be written (none for a FORGET, nor for a request the addon answered as it read it). */
