@@ -1,6 +1,6 @@
 /**
  * Runs the real `backendfs` CLI as separate processes. The sources are transpiled (no type
- * check, milliseconds per file) into a temp folder whose node_modules links to the project's.
+ * check, milliseconds per file) into a temp folder whose node_modules and native/ link to the project's.
  */
 import { spawn } from "node:child_process";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
@@ -28,6 +28,8 @@ export function buildCli(): BuiltCli {
   const out = mkdtempSync(join(tmpdir(), "backendfs-cli-"));
   writeFileSync(join(out, "package.json"), JSON.stringify({ type: "module" }));
   symlinkSync(join(ROOT, "node_modules"), join(out, "node_modules"));
+  // The addon setup.sh built, found as the real CLI finds it: the transport users get (raw as root).
+  symlinkSync(join(ROOT, "native"), join(out, "native"));
   for (const file of tsFiles(join(ROOT, "src"))) {
     const { outputText } = ts.transpileModule(readFileSync(file, "utf8"), {
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
