@@ -44,6 +44,8 @@ export interface LoadedMountConfig {
   file: string | null;
   /** Which route serves a path. */
   servedBy(path: string): ServedBy;
+  /** Every backend as built: the default's (route null), then the routes', in the config's order. */
+  routes: ReadonlyArray<Omit<ServedBy, "innerPath">>;
   /**
    * Commits what backends hold pending (thread state batches, Hub commits), then closes every
    * connection; throws when a backend reports changes it could not save.
@@ -144,6 +146,7 @@ async function buildMountConfig(config: MountConfigFile, baseDir: string, file: 
     permissions,
     cache: cacheSettings(config.cache),
     file,
+    routes: built.map(({ route, spec, backend: b }) => ({ route, type: spec.type, backend: b })),
     servedBy(path) {
       const d = composite.describePath(path);
       const entry = byLength.find((b) => b.route === d.route) ?? built[0]!;

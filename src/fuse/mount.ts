@@ -113,8 +113,8 @@ async function warmUp(
 ): Promise<void> {
   const vfs = new Vfs(scratch.backend, { ...vfsOptions, log: () => undefined });
   try {
-    const { requests, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs);
-    if (verbose) log(`warmed up: ${requests} requests in ${Math.round(ms)} ms`);
+    const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs);
+    if (verbose) log(`warmed up: ${requests} requests (${passthroughCreates} files written in place) in ${Math.round(ms)} ms`);
   } catch (err) {
     log(`warm-up stopped: ${(err as Error).message}`);
   } finally {

@@ -132,5 +132,12 @@ export interface Transport {
    * vfs's) in each of `dirs`, before the first mount: see raw/warm-up.ts. Transports whose
    * request path is not ours (libfuse's) have none.
    */
-  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<{ requests: number; ms: number }>;
+  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<WarmUpResult>;
+}
+
+export interface WarmUpResult {
+  requests: number;
+  /** CREATEs answered with FUSE passthrough: files the kernel writes in place, as on the mount's disk routes that allow it. */
+  passthroughCreates: number;
+  ms: number;
 }

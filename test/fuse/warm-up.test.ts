@@ -1,10 +1,11 @@
 /**
  * The raw transport's warm-up (src/fuse/raw/warm-up.ts): before a `backendfs mount` takes
  * the kernel's first request, the requests of a small workload run through a handler like
- * the mount's over a scratch backend (thread state at `/`, a disk route at `/fs/`). What must
- * hold: every one of its requests is answered as the kernel would need (a failure ends it
- * with an error), it leaves nothing in its scratch backend, and a warm-up that fails costs
- * only the warm-up, never the mount.
+ * the mount's over a scratch backend (thread state at `/`, a disk route at `/fs/` with the
+ * mount's disk routes' size limit). What must hold: every one of its requests is answered as
+ * the kernel would need (a failure ends it with an error), it leaves nothing in its scratch
+ * backend, its disk route writes as the mount's do, and a warm-up that fails costs only the
+ * warm-up, never the mount.
  */
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -17,6 +18,7 @@ import { RawTransport } from "../../src/fuse/raw/raw-transport.js";
 import { runtimeDir } from "../../src/sandbox/runtime-dir.js";
 import type { KernelOps, TransportOptions } from "../../src/fuse/transport.js";
 import { Vfs } from "../../src/vfs/index.js";
+import { createWorkspace, startMount, type Workspace } from "../e2e/helpers/daemon.js";
 import { bundleCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
 import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
 
@@ -133,12 +135,45 @@ describe.skipIf(!isRoot)("backendfs mount -v", () => {
     daemons.push(d);
     await waitMounted(d, 30_000);
     const stderr = d.stderr();
-    expect(stderr).toMatch(/warmed up: \d+ requests in \d+ ms/);
+    expect(stderr).toMatch(/warmed up: \d+ requests \(\d+ files written in place\) in \d+ ms/);
     expect(stderr.indexOf("warmed up")).toBeLessThan(stderr.indexOf("mounted at"));
     const left = await readdir(scratchDirs);
     expect(left).not.toContain(String(d.child.pid));
     expect(left).not.toContain("4194305");
     d.child.kill("SIGTERM");
     await d.exited;
+  });
+});
+
+// A disk route writes in place (FUSE passthrough) only where its size limit allows any file
+// (vfs openHost): the scratch's disk route has the mount's limit, so that the warm-up takes
+// the path the mount's writes will take.
+describe.skipIf(!isRoot)("backendfs mount -c config -v", { timeout: 60_000 }, () => {
+  let ws: Workspace;
+  beforeAll(async () => {
+    ws = await createWorkspace();
+  }, 120_000);
+  afterAll(async () => {
+    await ws?.remove();
+  });
+
+  it.each([
+    ["the default 10 MiB limit: buffered, as the mount's writes", "", false],
+    ["maxFileSizeMb 4096: written in place, as the mount's writes", ", maxFileSizeMb: 4096", true],
+  ])("warms up with its disk route's size limit (%s)", async (_name, limit, inPlace) => {
+    const dir = await mkdtemp(path.join(ws.cwd, "config-"));
+    await mkdir(path.join(dir, "disk"));
+    await writeFile(
+      path.join(dir, "mount.yaml"),
+      `default: { type: state, checkpointer: "sqlite:${dir}/agent.db", thread: t }\nroutes:\n  /disk/: { type: filesystem, rootDir: "${dir}/disk"${limit} }\n`,
+    );
+    const daemon = await startMount(ws, ["-c", path.join(dir, "mount.yaml"), "--transport", "raw", "-v"]);
+    try {
+      const inPlaceCreates = Number(/\((\d+) files written in place\)/.exec(daemon.stderr())?.[1]);
+      if (inPlace) expect(inPlaceCreates).toBeGreaterThan(0);
+      else expect(inPlaceCreates).toBe(0);
+    } finally {
+      expect(await daemon.stop()).toBe(0);
+    }
   });
 });

@@ -14,7 +14,7 @@ import { close, writev, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
-import type { KernelOps, Transport, TransportOptions } from "../transport.js";
+import type { KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
 import { connectionOf } from "../unmount-guard.js";
 import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
@@ -88,7 +88,7 @@ export class RawTransport implements Transport {
    * and kept opens in the addon) and this transport's dispatch, its replies kept from the
    * device. Backing ids are counted, not registered: there is no kernel yet.
    */
-  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<{ requests: number; ms: number }> {
+  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<WarmUpResult> {
     const { addon } = loadNative();
     let backingIds = 0;
     const backings = addon && process.getuid?.() === 0 ? { open: () => ++backingIds, close: () => undefined } : undefined;

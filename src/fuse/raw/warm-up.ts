@@ -8,8 +8,9 @@
  * third on; a cold `grep -r` pays the same. So before it mounts, the raw transport runs the
  * requests of a small scripted workload (files made, written, stat'ed, read, listed, changed
  * the ways tar and git change them, renamed, linked, removed) through a RequestHandler of
- * its own over a scratch backend of the same kinds as the mount's, with an attribute mirror
- * and directory names of its own: the same code, the same paths through it. The requests
+ * its own over a scratch backend of the same kinds as the mount's (its disk route with the
+ * mount's size limit, which decides whether the kernel writes files in place), with an
+ * attribute mirror and directory names of its own: the same code, the same paths through it. The requests
  * are the kernel's, built here; their replies go nowhere. Backing ids are counted, not
  * registered: there is no kernel. 8 rounds in each directory (about 10,000 requests, 0.6-0.7 s
  * before the mount is ready): the first 2,000 creates then took 390-425 ms, and a cold
@@ -20,6 +21,7 @@
 import {
   DIRENT_SIZE, direntSize, ENTRY_OUT_SIZE, FUSE_KERNEL_MINOR_VERSION, FUSE_ROOT_ID, Fattr, InitFlag, InitFlag2, IN_HEADER_SIZE, OpenFlag, Op, OUT_HEADER_SIZE, u64At,
 } from "./protocol.js";
+import type { WarmUpResult } from "../transport.js";
 import { WANTED_FLAGS } from "./request-handler.js";
 
 /**
@@ -28,11 +30,6 @@ import { WANTED_FLAGS } from "./request-handler.js";
  * gets none (a FORGET; a RELEASE the addon acknowledges as it reads it).
  */
 export type Deliver = (request: Buffer) => Promise<Buffer | undefined>;
-
-export interface WarmUpResult {
-  requests: number;
-  ms: number;
-}
 
 const O_WRONLY = 1;
 const O_CREAT = 0o100;
@@ -54,7 +51,7 @@ export async function warmUp(deliver: Deliver, dirs: string[], rounds: number): 
   for (let round = 0; round < rounds; round++) {
     for (const dir of dirs) await workload(kernel, await kernel.walk(dir), `.warm-up-${round}`);
   }
-  return { requests: kernel.requests, ms: performance.now() - started };
+  return { requests: kernel.requests, passthroughCreates: kernel.passthroughCreates, ms: performance.now() - started };
 }
 
 /** One round in directory node `top`: what a build, `cp -r`, `tar x`, `grep -r` and `git add` send. */
@@ -108,6 +105,7 @@ async function workload(kernel: ScriptedKernel, top: number, name: string): Prom
 /** What the kernel would send, request by request; each awaited as a caller waits for it. */
 class ScriptedKernel {
   requests = 0;
+  passthroughCreates = 0;
   private unique = 0;
   private readonly lookups = new Map<number, number>();
 
@@ -146,7 +144,9 @@ class ScriptedKernel {
     const reply = await this.send(Op.CREATE, parent, Buffer.concat([u32s(O_WRONLY | O_CREAT | O_TRUNC, S_IFREG | 0o644, 0o022, 0), names(name)]));
     const nodeid = this.counted(u64At(reply, 0));
     const open = reply.subarray(ENTRY_OUT_SIZE);
-    return { nodeid, fh: u64At(open, 0), passthrough: (open.readUInt32LE(8) & OpenFlag.PASSTHROUGH) !== 0 };
+    const passthrough = (open.readUInt32LE(8) & OpenFlag.PASSTHROUGH) !== 0;
+    if (passthrough) this.passthroughCreates++;
+    return { nodeid, fh: u64At(open, 0), passthrough };
   }
 
   async open(nodeid: number, flags: number): Promise<{ fh: number; passthrough: boolean }> {
