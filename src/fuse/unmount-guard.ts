@@ -19,9 +19,14 @@ export async function connectionOf(mountPoint: string): Promise<number | undefin
   const table = await fs.readFile("/proc/self/mountinfo", "utf8");
   for (const line of table.split("\n")) {
     const fields = line.split(" ");
-    if (fields[4] === mountPoint && fields[2]?.startsWith("0:")) return Number(fields[2].slice(2));
+    if (fields[2]?.startsWith("0:") && unescapeMountPath(fields[4] ?? "") === mountPoint) return Number(fields[2].slice(2));
   }
   return undefined;
+}
+
+/** The table writes a space, tab, newline and backslash in a path as octal escapes (\040). */
+function unescapeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
 }
 
 // $1 mount point, $2 connection. Root detaches with umount; others through fusermount (setuid).

@@ -158,7 +158,8 @@ describe("backendfs mount: lifecycle", () => {
   // the dead mount in place. The daemon's own guard reads the mount table instead. Without
   // fusermount's helper the guard is all that is left, so this fails if the guard does not work.
   it("kill -9 on fuse-native with libfuse's auto_unmount helper gone: the daemon's guard detaches the mount", async () => {
-    const { root, mnt } = await dirs("guard");
+    // A space in the mount point: the mount table writes it as \040.
+    const { root, mnt } = await dirs("guard dir");
     const d = daemon(["mount", mnt, "--root", root, "--transport", "fuse-native"]);
     await waitMounted(d);
     const pid = d.child.pid!;
