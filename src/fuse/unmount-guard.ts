@@ -29,7 +29,8 @@ function unescapeMountPath(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
 }
 
-// $1 mount point, $2 connection. Root detaches with umount; others through fusermount (setuid).
+// $1 mount point, $2 connection. umount(8) detaches it, for its owner too (libmount lets a user
+// unmount a FUSE mount whose user_id= is theirs); fusermount (setuid) where it does not.
 const SCRIPT = [
   "read _",
   'grep -q "^[0-9]* [0-9]* 0:$2 " /proc/self/mountinfo || exit 0',

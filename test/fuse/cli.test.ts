@@ -3,7 +3,7 @@
  * daemon killed with -9 (restart recovers the stale mount; fsync'd data is kept; no file
  * is ever half-written; the daemon's guard detaches the mount where libfuse's does not).
  */
-import { mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -159,23 +159,49 @@ describe("backendfs mount: lifecycle", () => {
   // fusermount's helper the guard is all that is left, so this fails if the guard does not work.
   it("kill -9 on fuse-native with libfuse's auto_unmount helper gone: the daemon's guard detaches the mount", async () => {
     // A space in the mount point: the mount table writes it as \040.
-    const { root, mnt } = await dirs("guard dir");
-    const d = daemon(["mount", mnt, "--root", root, "--transport", "fuse-native"]);
-    await waitMounted(d);
-    const pid = d.child.pid!;
-    const children = (await sh(`ps -o pid=,comm= --ppid ${pid}`, work)).stdout.trim().split("\n").map((line) => line.trim().split(/\s+/));
-    const helpers = children.filter(([, comm]) => comm?.startsWith("fusermount"));
-    expect(helpers.length).toBe(1);
-    for (const [helper] of helpers) process.kill(Number(helper), "SIGKILL");
-    expect((await sh("echo alive > a.txt && cat a.txt", mnt)).stdout).toBe("alive\n");
-    process.kill(pid, "SIGKILL");
-    await d.exited;
-    let mounted = true;
-    for (let i = 0; i < 50 && mounted; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      mounted = await isMountPoint(mnt);
+    await killedWithoutHelper("guard dir", []);
+  });
+
+  // The guard runs as the mount's owner: it reads the owner's mount table and detaches what
+  // a user may (umount(8) of a FUSE mount whose user_id= is theirs, else fusermount3).
+  it.skipIf(process.getuid?.() !== 0)("the same for a user's mount, its guard running as the user", async () => {
+    // Debian's udev makes /dev/fuse 0666; this VM's is 0600. Lend it for the test, as a stock machine has it.
+    const mode = (await stat("/dev/fuse")).mode & 0o777;
+    await chmod("/dev/fuse", 0o666);
+    try {
+      await chmod(work, 0o755);
+      await killedWithoutHelper("user-guard", ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"], 0o777);
+    } finally {
+      await chmod("/dev/fuse", mode);
+      await chmod(work, 0o700);
     }
-    expect(mounted).toBe(false);
-    expect(await readFile(path.join(root, "a.txt"), "utf8")).toBe("alive\n");
   });
 });
+
+/** Mounts on fuse-native (inside `wrapper`), kills libfuse's fusermount helper, then the daemon: the mount must go. */
+async function killedWithoutHelper(name: string, wrapper: string[], dirMode?: number): Promise<void> {
+  const { root, mnt } = await dirs(name);
+  if (dirMode !== undefined) for (const dir of [root, mnt]) await chmod(dir, dirMode);
+  const env = wrapper.length > 0 ? { PATH: "/usr/local/bin:/usr/bin:/bin", HOME: root } : process.env;
+  const d = startCli(["mount", mnt, "--root", root, "--transport", "fuse-native"], env, wrapper);
+  daemons.push(d);
+  await waitMounted(d);
+  // The daemon is the wrapper's child where there is one (setpriv execs it: the same pid).
+  const pid = d.child.pid!;
+  const children = (await sh(`ps -o pid=,comm= --ppid ${pid}`, work)).stdout.trim().split("\n").map((line) => line.trim().split(/\s+/));
+  const helpers = children.filter(([, comm]) => comm?.startsWith("fusermount"));
+  expect(helpers.length).toBe(1);
+  for (const [helper] of helpers) process.kill(Number(helper), "SIGKILL");
+  // As the mount's owner: without allow_other nobody else (root neither) gets in.
+  const served = await sh(`${wrapper.join(" ")} sh -c 'echo alive > "$1/a.txt" && cat "$1/a.txt"' sh "${mnt}"`, work);
+  expect(served.stdout, served.stderr).toBe("alive\n");
+  process.kill(pid, "SIGKILL");
+  await d.exited;
+  let mounted = true;
+  for (let i = 0; i < 50 && mounted; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    mounted = await isMountPoint(mnt);
+  }
+  expect(mounted).toBe(false);
+  expect(await readFile(path.join(root, "a.txt"), "utf8")).toBe("alive\n");
+}
