@@ -52,6 +52,8 @@ export interface MountOptions {
 export interface Mounted {
   mountPoint: string;
   vfs: Vfs;
+  /** The kernel's requests are served on the event loop's thread alone (Transport.readsOnLoop). */
+  readsOnLoop: boolean;
   /** Detaches the mount (asynchronously), then uploads any file still dirty. */
   unmount(): Promise<void>;
 }
@@ -90,6 +92,7 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   return {
     mountPoint,
     vfs,
+    readsOnLoop: transport.readsOnLoop === true,
     unmount: () =>
       (unmounting ??= (async () => {
         try {

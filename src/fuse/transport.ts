@@ -133,6 +133,8 @@ export interface Transport {
    * request path is not ours (libfuse's) have none.
    */
   warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<WarmUpResult>;
+  /** Once mounted: the kernel's requests are read and answered on the event loop's thread, no other thread of the process on their path. */
+  readonly readsOnLoop?: boolean;
 }
 
 export interface WarmUpResult {

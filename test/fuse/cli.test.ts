@@ -4,7 +4,7 @@
  * is ever half-written; the daemon's guard detaches the mount where libfuse's does not).
  */
 import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isMountPoint, lazyUnmount } from "../../src/fuse/index.js";
@@ -117,6 +117,26 @@ describe("backendfs mount: lifecycle", () => {
     expect(r.code).toBe(0);
     expect(await again.exited).toBe(0);
     expect(await isMountPoint(mnt)).toBe(false);
+  });
+
+  // V8's compiling in a fresh daemon otherwise takes a core from the processes it serves
+  // (src/cli/helper-threads.ts); libfuse's own thread is on every request's path: not on fuse-native.
+  it.skipIf(process.getuid?.() !== 0).each([
+    ["raw", "nice 19", 19],
+    ["fuse-native", "the caller's priority too", undefined],
+  ])("on %s, runs its helper threads at %s once mounted, its request loop at the caller's priority", async (transport, _label, helpers) => {
+    const { root, mnt } = await dirs(`nice-${transport}`);
+    const d = daemon(["mount", mnt, "--root", root, "--transport", transport!]);
+    await waitMounted(d);
+    const pid = d.child.pid!;
+    const niceOf = async (tid: string) => Number((await readFile(`/proc/${pid}/task/${tid}/stat`, "utf8")).split(") ")[1]!.split(" ")[16]);
+    const tids = (await readdir(`/proc/${pid}/task`)).filter((tid) => tid !== String(pid));
+    expect(tids.length).toBeGreaterThan(0);
+    expect(await niceOf(String(pid))).toBe(getPriority());
+    for (const tid of tids) expect(await niceOf(tid), tid).toBe(helpers ?? getPriority());
+    expect((await sh("echo served > a.txt && cat a.txt", mnt)).stdout).toBe("served\n");
+    d.child.kill("SIGTERM");
+    expect(await d.exited).toBe(0);
   });
 
   it("kill -9: a restart recovers the stale mount, fsync'd data survives, a replaced file is whole", async () => {

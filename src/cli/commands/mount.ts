@@ -18,6 +18,7 @@ import type { FilesystemPermission } from "../../policy/types.js";
 import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
 import { isAlive, runtimeDir } from "../../sandbox/runtime-dir.js";
 import { SANDBOX_MOUNT_POINTS } from "../../sandbox/system-paths.js";
+import { lowerHelperThreads } from "../helper-threads.js";
 import { reportError } from "../run.js";
 
 interface MountArgs {
@@ -98,6 +99,12 @@ export const mountCommand: CommandModule<object, MountArgs> = {
       await scratch?.dispose();
       scratch = undefined;
       unregister = await registerMount({ mountPoint: mounted.mountPoint, identity: configIdentity(argv), pid: process.pid, sandboxReady: true }).catch(() => undefined);
+      // After the warm-up, which has the cores to itself: from here V8's compiling waits for
+      // the served processes. Not where a thread of ours reads the kernel's requests (libfuse's, a reader worker's).
+      if (mounted.readsOnLoop) {
+        const lowered = lowerHelperThreads();
+        if (argv.verbose) log(`${lowered} helper threads at nice 19`);
+      }
       log(`mounted at ${mounted.mountPoint} (Ctrl-C to unmount)`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string) => {

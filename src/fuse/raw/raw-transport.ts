@@ -41,6 +41,8 @@ export class RawTransport implements Transport {
   private ended: Promise<void> = Promise.resolve();
   private handler: RequestHandler | undefined;
   private readonly pool = new BufferPool(BUFFER_SIZE);
+  /** With the addon requests are polled on the loop; without it a worker thread reads them. */
+  readsOnLoop = false;
 
   async mount(mountPoint: string, ops: KernelOps, options: TransportOptions): Promise<void> {
     const refusal = rawTransportRefusal();
@@ -78,6 +80,7 @@ export class RawTransport implements Transport {
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
     const afterRead = keptOpens && (() => handler.takeKeptOpens());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
+    this.readsOnLoop = addon !== undefined;
     this.ended = reader.ended;
     await withTimeout(handler.initialized, 10_000, "the kernel sent no INIT");
     if (this.connection !== undefined) await raiseReadahead(this.connection, maxWrite);
