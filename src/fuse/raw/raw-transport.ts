@@ -174,10 +174,12 @@ export class RawTransport implements Transport {
         reply(0, payload);
         this.pool.recycle(payload);
         done();
+        handler.runAfterReply();
       },
       (err: unknown) => {
         reply(-errnoOf(err), []);
         done();
+        handler.runAfterReply();
       },
     );
     return !acknowledged;
