@@ -7,7 +7,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { isAlive } from "./runtime-dir.js";
+import { leftByDeadProcess } from "./runtime-dir.js";
 
 export interface Limits {
   memoryBytes?: number;
@@ -202,7 +202,7 @@ function sweepLeftovers(parent: string): void {
   }
   for (const name of names) {
     const owner = /^backendfs-sandbox-(\d+)-\d+$/.exec(name);
-    if (owner && Number(owner[1]) !== process.pid && !isAlive(Number(owner[1]))) removeDir(path.join(parent, name));
+    if (owner && leftByDeadProcess(Number(owner[1]))) removeDir(path.join(parent, name));
   }
 }
 

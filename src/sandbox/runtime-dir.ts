@@ -17,6 +17,11 @@ export function runtimeDir(): string {
   return base;
 }
 
+/** Whether `pid` names another process that is gone: what it left in the runtime directory (or a cgroup) may go. */
+export function leftByDeadProcess(pid: number): boolean {
+  return Number.isInteger(pid) && pid !== process.pid && !isAlive(pid);
+}
+
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -11,7 +11,7 @@ import path from "node:path";
 import { lazyUnmount, mount, type MountOptions } from "../fuse/index.js";
 import type { Vfs, VfsOptions } from "../vfs/index.js";
 import { SANDBOX_MOUNT_POINTS } from "./system-paths.js";
-import { isAlive, runtimeDir } from "./runtime-dir.js";
+import { leftByDeadProcess, runtimeDir } from "./runtime-dir.js";
 
 export interface SandboxMount {
   /** Where the agent's files are served on the host. */
@@ -66,8 +66,7 @@ export async function mountPrivately(options: PrivateMountOptions): Promise<Sand
 /** Mount points left by processes that died (auto_unmount took the mount; the directory stays). */
 async function removeLeftovers(dir: string): Promise<void> {
   for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
-    const pid = Number(name.split("-")[0]);
-    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+    if (!leftByDeadProcess(Number(name.split("-")[0]))) continue;
     const leftover = path.join(dir, name);
     await fs.rmdir(leftover).catch(async () => {
       await lazyUnmount(leftover);

@@ -16,7 +16,7 @@ import { defaultTransport, isMountPoint, mount, MountError, type TransportName }
 import type { AccessCheck } from "../../vfs/index.js";
 import type { FilesystemPermission } from "../../policy/types.js";
 import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
-import { isAlive, runtimeDir } from "../../sandbox/runtime-dir.js";
+import { leftByDeadProcess, runtimeDir } from "../../sandbox/runtime-dir.js";
 import { SANDBOX_MOUNT_POINTS } from "../../sandbox/system-paths.js";
 import { lowerHelperThreads } from "../helper-threads.js";
 import { reportError } from "../run.js";
@@ -172,8 +172,7 @@ async function warmUpScratch(argv: MountArgs, mounted: LoadedConfig): Promise<Wa
     const base = path.join(runtimeDir(), "warm-up");
     await fs.mkdir(base, { recursive: true, mode: 0o700 });
     for (const name of await fs.readdir(base)) {
-      const pid = Number(name);
-      if (Number.isInteger(pid) && pid !== process.pid && !isAlive(pid)) await fs.rm(path.join(base, name), { recursive: true, force: true });
+      if (leftByDeadProcess(Number(name))) await fs.rm(path.join(base, name), { recursive: true, force: true });
     }
     dir = path.join(base, String(process.pid));
     await fs.rm(dir, { recursive: true, force: true });
