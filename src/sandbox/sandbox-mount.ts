@@ -1,9 +1,9 @@
 /**
  * The mount a sandbox binds at `/`: a private one, served by this process for as long as
  * the sandbox needs it, at a mount point in the runtime directory. It serves the sandbox's
- * mount points (system-paths.ts) as unlisted, unstored directories. libfuse's auto_unmount
- * takes it down if this process is killed; leftover mount points of dead processes are
- * removed the next time.
+ * mount points (system-paths.ts) as unlisted, unstored directories. The mount's unmount
+ * guard (src/fuse/unmount-guard.ts) takes it down if this process is killed; leftover mount
+ * points of dead processes are removed the next time.
  */
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
@@ -63,7 +63,7 @@ export async function mountPrivately(options: PrivateMountOptions): Promise<Sand
   }
 }
 
-/** Mount points left by processes that died (auto_unmount took the mount; the directory stays). */
+/** Mount points left by processes that died (the unmount guard took the mount; the directory stays). */
 async function removeLeftovers(dir: string): Promise<void> {
   for (const name of await fs.readdir(dir).catch(() => [] as string[])) {
     if (!leftByDeadProcess(Number(name.split("-")[0]))) continue;
