@@ -664,9 +664,13 @@ export class FilesystemBackend
    */
   async mkdir(dirPath: string, mode?: number): Promise<{ error?: string; mode?: number }> {
     try {
-      const target = await this.paths.resolve(dirPath, { followLeaf: true });
+      // The new name is not looked up first (a lookup of a name that is not there is as much
+      // again as the mkdir): mkdir(2) does not follow it, so nothing can be made through a
+      // symlink there. Only a name that was there already is resolved, as any other path.
+      let target = await this.paths.resolve(dirPath, { followLeaf: false });
       // Inline, as every metadata call here: a trip through libuv's pool costs more than the mkdir.
       const first = fsConstants.mkdirSync(target.hostPath, { recursive: true, ...(mode !== undefined && { mode: mode & 0o1777 }) });
+      if (first === undefined) target = await this.paths.resolve(dirPath, { followLeaf: true });
       // Its one event (in the first directory's parent; the others' parents were not watched yet) is our own.
       if (first !== undefined) this.diskWatch?.expect(first, "created");
       // Watched from now on: the mount holds the new directory as empty (a name made in it

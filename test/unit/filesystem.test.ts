@@ -255,6 +255,10 @@ describe("FilesystemBackend: fixes", () => {
     expect((await b.downloadFiles(["/x"]))[0]!.error).toBe("invalid_path");
     expect((await b.write("/out/new.txt", "pwned")).error).toContain("resolves outside root directory");
     expect((await b.mkdir("/out/newdir")).error).toContain("resolves outside root directory");
+    expect((await b.mkdir("/out")).error).toContain("resolves outside root directory");
+    await fs.symlink(path.join(outside, "made-through-link"), path.join(root, "dangling"));
+    expect((await b.mkdir("/dangling")).error).toMatch(/^Error creating directory '\/dangling': /);
+    await expect(fs.stat(path.join(outside, "made-through-link"))).rejects.toThrow();
     expect((await b.rename("/out/secret.txt", "/stolen.txt")).error).toContain("resolves outside root directory");
     expect((await b.stat("/x")).error).toContain(refused);
     expect(await b.ls("/out")).toEqual({ files: [] });
