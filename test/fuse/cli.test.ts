@@ -3,13 +3,14 @@
  * daemon killed with -9 (restart recovers the stale mount; fsync'd data is kept; no file
  * is ever half-written; the daemon's guard detaches the mount where libfuse's does not).
  */
-import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, stat, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, realpath, rm, writeFile } from "node:fs/promises";
 import { getPriority, tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { isMountPoint, lazyUnmount } from "../../src/fuse/index.js";
 import { bundleCli, runCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
 import { defaultTestTransport, sh } from "./helpers/mount.js";
+import { withDevFuseLent } from "../support/dev-fuse.js";
 
 let work: string;
 const daemons: Daemon[] = [];
@@ -185,16 +186,14 @@ describe("backendfs mount: lifecycle", () => {
   // The guard runs as the mount's owner: it reads the owner's mount table and detaches what
   // a user may (umount(8) of a FUSE mount whose user_id= is theirs, else fusermount3).
   it.skipIf(process.getuid?.() !== 0)("the same for a user's mount, its guard running as the user", async () => {
-    // Debian's udev makes /dev/fuse 0666; this VM's is 0600. Lend it for the test, as a stock machine has it.
-    const mode = (await stat("/dev/fuse")).mode & 0o777;
-    await chmod("/dev/fuse", 0o666);
-    try {
-      await chmod(work, 0o755);
-      await killedWithoutHelper("user-guard", ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"], 0o777);
-    } finally {
-      await chmod("/dev/fuse", mode);
-      await chmod(work, 0o700);
-    }
+    await withDevFuseLent(async () => {
+      try {
+        await chmod(work, 0o755);
+        await killedWithoutHelper("user-guard", ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"], 0o777);
+      } finally {
+        await chmod(work, 0o700);
+      }
+    });
   });
 });
 

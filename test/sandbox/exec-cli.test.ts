@@ -4,10 +4,11 @@
  * permissions, and a running `backendfs mount` of the same config.
  */
 import { spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cliPerTest, type CliRun } from "../cli/helpers/build-cli.js";
+import { withDevFuseLent } from "../support/dev-fuse.js";
 
 const cli = cliPerTest("backendfs-exec-");
 
@@ -205,10 +206,7 @@ describe("backendfs exec and a running mount of the same config", () => {
 
 describe("backendfs exec as a user without root", () => {
   it("runs in unprivileged user namespaces, with rlimits where no cgroup can be made, and says so", async () => {
-    // Debian's udev makes /dev/fuse 0666; this VM's is 0600. Lend it for the test, as a stock machine has it.
-    const mode = statSync("/dev/fuse").mode & 0o777;
-    chmodSync("/dev/fuse", 0o666);
-    try {
+    await withDevFuseLent(async () => {
       const dir = cli.cwd();
       chmodSync(dir, 0o777);
       // The CLI's build folder (mkdtemp: 0700) must be readable by the user.
@@ -230,8 +228,6 @@ describe("backendfs exec as a user without root", () => {
       expect(result.err).toContain("no cgroup can be made here");
       expect(result.code).toBe(0);
       expect((await run(["cat", "/mine.txt"])).stdout.toString()).toBe("mine\n");
-    } finally {
-      chmodSync("/dev/fuse", mode);
-    }
+    });
   });
 });
