@@ -13,7 +13,8 @@ import { loadNative } from "./raw/native.js";
 import { createKernelOps } from "./ops.js";
 import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
-import { connectionOf, startUnmountGuard } from "./unmount-guard.js";
+import { connectionOf, isMountPoint } from "./mount-table.js";
+import { startUnmountGuard } from "./unmount-guard.js";
 import type { Transport, TransportOptions } from "./transport.js";
 
 /** The kernel bridges `backendfs mount --transport` offers. */
@@ -177,17 +178,6 @@ async function findOnPath(program: string): Promise<string | undefined> {
     }
   }
   return undefined;
-}
-
-/** True when the path is itself a mount point (in this process's mount table). */
-export async function isMountPoint(dir: string): Promise<boolean> {
-  const table = await fs.readFile("/proc/self/mountinfo", "utf8").catch(() => "");
-  const target = path.resolve(dir);
-  return table.split("\n").some((line) => unescapeMountPath(line.split(" ")[4] ?? "") === target);
-}
-
-function unescapeMountPath(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
 }
 
 export function lazyUnmount(dir: string): Promise<void> {

@@ -12,22 +12,6 @@
  * reply, cached attribute or error code can mislead it.
  */
 import { spawn } from "node:child_process";
-import { promises as fs } from "node:fs";
-
-/** The fuse connection id of a mount (its device minor), from this process's mount table. */
-export async function connectionOf(mountPoint: string): Promise<number | undefined> {
-  const table = await fs.readFile("/proc/self/mountinfo", "utf8");
-  for (const line of table.split("\n")) {
-    const fields = line.split(" ");
-    if (fields[2]?.startsWith("0:") && unescapeMountPath(fields[4] ?? "") === mountPoint) return Number(fields[2].slice(2));
-  }
-  return undefined;
-}
-
-/** The table writes a space, tab, newline and backslash in a path as octal escapes (\040). */
-function unescapeMountPath(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
-}
 
 // $1 mount point, $2 connection. umount(8) detaches it, for its owner too (libmount lets a user
 // unmount a FUSE mount whose user_id= is theirs); fusermount (setuid) where it does not.

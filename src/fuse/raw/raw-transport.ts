@@ -15,7 +15,7 @@ import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
 import type { KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
-import { connectionOf } from "../unmount-guard.js";
+import { connectionOf } from "../mount-table.js";
 import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
