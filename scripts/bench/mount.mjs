@@ -418,6 +418,25 @@ async function main() {
   printTable();
 }
 
+/**
+ * One row's comparison with the peer, round by round (the targets run minutes apart within a
+ * round, in alternating order): "yes" when the mount was faster in every round, "NO" when
+ * slower in every round, "mixed a/n" otherwise, since then the medians' order is this VM's
+ * noise as much as the mount's speed. `range`: the per-round ratios' spread.
+ */
+function peerVerdict(mine = [], peer = []) {
+  const ratios = mine.map((m, i) => m / peer[i]).filter((r) => Number.isFinite(r));
+  if (ratios.length === 0) {
+    const word = mine.some((m) => Number.isNaN(m)) ? "fail" : "-";
+    return { word, label: word, range: "" };
+  }
+  const faster = ratios.filter((r) => r < 1).length;
+  const word = faster === ratios.length ? "yes" : faster === 0 ? "NO" : "mixed";
+  const label = word === "mixed" ? `mixed ${faster}/${ratios.length}` : word;
+  const range = ratios.length > 1 ? ` [${Math.min(...ratios).toFixed(2)}-${Math.max(...ratios).toFixed(2)}]` : "";
+  return { word, label, range };
+}
+
 function printTable() {
   const rows = medians();
   const fmt = (s) => (s === undefined ? "-" : Number.isNaN(s) ? "fail" : s < 10 ? s.toFixed(3) : s.toFixed(1));
@@ -432,15 +451,20 @@ function printTable() {
     ...(peerCompared.length ? [`ahead of ${PEER_TARGET} (${peerCompared.join("/")})`] : []),
   ];
   const lines = [header];
+  const tally = Object.fromEntries(peerCompared.map((k) => [k, { yes: 0, NO: 0, mixed: 0 }]));
   for (const [row, t] of rows) {
     const peer = t[PEER_TARGET];
-    const ahead = (m) => (m === undefined || peer === undefined ? "-" : Number.isNaN(m) ? "fail" : m < peer ? "yes" : "NO");
+    const verdicts = peerCompared.map((k) => {
+      const v = peerVerdict(samples.get(row)?.[k], samples.get(row)?.[PEER_TARGET]);
+      if (v.word in tally[k]) tally[k][v.word]++;
+      return v;
+    });
     lines.push([
       row,
       fmt(t.disk),
       ...mounts.flatMap((k) => [fmt(t[k]), ratio(t[k], t.disk)]),
-      ...peerCompared.map((k) => ratio(t[k], peer)),
-      ...(peerCompared.length ? [peerCompared.map((k) => ahead(t[k])).join("/")] : []),
+      ...peerCompared.map((k, i) => ratio(t[k], peer) + verdicts[i].range),
+      ...(peerCompared.length ? [verdicts.map((v) => v.label).join("/")] : []),
     ]);
   }
   const widths = header.map((_, i) => Math.max(...lines.map((l) => l[i].length)));
@@ -452,6 +476,8 @@ function printTable() {
   console.log(out.join("\n"));
   console.log(`* the state route runs ${STATE_SEQ_MIB} MiB of ASCII text sequential and ${STATE_FILES} files (the disk alongside at the same sizes): see SEMANTICS.md, Performance`);
   console.log("* times are wall clock of the whole command (fio/cp/grep/ls start-up included, on disk too); small-file phases are timed inside python");
+  for (const [k, c] of Object.entries(tally))
+    console.log(`* ${k} against ${PEER_TARGET}, round by round: ahead in every round on ${c.yes} rows, behind in every round on ${c.NO}, mixed on ${c.mixed}` + (ROUNDS > 1 ? ` ([low-high] = the ratio's range over the ${ROUNDS} rounds, each round's two times measured minutes apart)` : ""));
   for (const n of notes) console.log(`* ${n}`);
   if (JSON_OUT) writeFileSync(JSON_OUT, JSON.stringify({ sizeMib: SIZE_MIB, files: FILES, stateFiles: STATE_FILES, rows: Object.fromEntries(rows), rounds: Object.fromEntries(samples), notes }, null, 2));
 }
