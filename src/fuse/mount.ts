@@ -45,9 +45,15 @@ export interface MountOptions {
   /**
    * A scratch backend of the same kinds as `backend`, and a directory of each kind in it: the
    * transport runs a scripted workload there before it mounts (Transport.warmUp), so that
-   * the first real requests do not run in V8's interpreter. Nothing of it reaches `backend`.
+   * the first real requests do not run in V8's interpreter, and more of it once mounted
+   * while the mount is quiet (Mounted.warmedUp). Nothing of it reaches `backend`.
    */
-  warmUp?: { backend: ConstructorParameters<typeof Vfs>[0]; dirs: string[] };
+  warmUp?: {
+    backend: ConstructorParameters<typeof Vfs>[0];
+    dirs: string[];
+    /** Rounds of it once mounted; default: the transport's (raw: BACKENDFS_IDLE_WARM_UP_ROUNDS, 40). */
+    idleRounds?: number;
+  };
 }
 
 export interface Mounted {
@@ -57,6 +63,8 @@ export interface Mounted {
   readsOnLoop: boolean;
   /** Detaches the mount (asynchronously), then uploads any file still dirty. */
   unmount(): Promise<void>;
+  /** Resolves when the warm-up done while the mount is quiet has ended (at once without one; stopped by unmount): `warmUp`'s backend is free then. */
+  warmedUp: Promise<void>;
 }
 
 export async function mount(options: MountOptions): Promise<Mounted> {
@@ -79,7 +87,8 @@ export async function mount(options: MountOptions): Promise<Mounted> {
     requestTimeoutMs: backendTimeoutMs * 3 + 5000,
     debug: Boolean(options.debug),
   };
-  if (options.warmUp && transport.warmUp) await warmUp(transport.warmUp.bind(transport), options.warmUp, { ...options.vfs, access: undefined }, transportOptions, log, Boolean(options.verbose));
+  const warmUpOn = options.warmUp && transport.warmUp && { run: transport.warmUp.bind(transport), scratch: options.warmUp, vfsOptions: { ...options.vfs, access: undefined }, transportOptions, log, verbose: Boolean(options.verbose) };
+  const warmedUpFirst = warmUpOn ? await warmUp(warmUpOn) : false;
   try {
     await transport.mount(mountPoint, createKernelOps(vfs, { verbose: options.verbose, log }), transportOptions);
   } catch (err) {
@@ -88,14 +97,20 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   }
   const connection = await connectionOf(mountPoint);
   const guard = connection === undefined ? undefined : startUnmountGuard(mountPoint, connection);
+  const stopWarmUp = new AbortController();
+  // Not where the first one failed: its scratch would fail again.
+  const warmedUp = warmUpOn && warmedUpFirst ? warmUp(warmUpOn, { signal: stopWarmUp.signal, rounds: warmUpOn.scratch.idleRounds }).then(() => undefined) : Promise.resolve();
 
   let unmounting: Promise<void> | undefined;
   return {
     mountPoint,
     vfs,
     readsOnLoop: transport.readsOnLoop === true,
+    warmedUp,
     unmount: () =>
       (unmounting ??= (async () => {
+        stopWarmUp.abort();
+        await warmedUp;
         try {
           await transport.unmount();
         } finally {
@@ -106,21 +121,29 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   };
 }
 
-/** The transport's warm-up over a scratch vfs; a failure costs only the warm-up (one log line), never the mount. */
-async function warmUp(
-  run: NonNullable<Transport["warmUp"]>,
-  scratch: NonNullable<MountOptions["warmUp"]>,
-  vfsOptions: VfsOptions,
-  transportOptions: TransportOptions,
-  log: (line: string) => void,
-  verbose: boolean,
-): Promise<void> {
+interface WarmUpRun {
+  run: NonNullable<Transport["warmUp"]>;
+  scratch: NonNullable<MountOptions["warmUp"]>;
+  vfsOptions: VfsOptions;
+  transportOptions: TransportOptions;
+  log: (line: string) => void;
+  verbose: boolean;
+}
+
+/**
+ * The transport's warm-up over a scratch vfs, before the mount or (`idle`) once mounted;
+ * whether it ran to its end. A failure costs only the warm-up (one log line), never the
+ * mount; an idle one stopped by the unmount says nothing.
+ */
+async function warmUp({ run, scratch, vfsOptions, transportOptions, log, verbose }: WarmUpRun, idle?: { signal: AbortSignal; rounds?: number }): Promise<boolean> {
   const vfs = new Vfs(scratch.backend, { ...vfsOptions, log: () => undefined });
   try {
-    const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs);
-    if (verbose) log(`warmed up: ${requests} requests (${passthroughCreates} files written in place) in ${Math.round(ms)} ms`);
+    const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs, idle);
+    if (verbose && requests > 0) log(`${idle ? "warmed up while idle" : "warmed up"}: ${requests} requests (${passthroughCreates} files written in place) in ${Math.round(ms)} ms`);
+    return true;
   } catch (err) {
-    log(`warm-up stopped: ${(err as Error).message}`);
+    if (!idle?.signal.aborted) log(`${idle ? "idle warm-up" : "warm-up"} stopped: ${(err as Error).message}`);
+    return false;
   } finally {
     await vfs.close().catch(() => undefined);
   }

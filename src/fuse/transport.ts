@@ -129,10 +129,13 @@ export interface Transport {
   unmount(): Promise<void>;
   /**
    * Runs a scripted workload through this transport's request path over `ops` (a scratch
-   * vfs's) in each of `dirs`, before the first mount: see raw/warm-up.ts. Transports whose
-   * request path is not ours (libfuse's) have none.
+   * vfs's) in each of `dirs`: see raw/warm-up.ts. Before the first mount without `idle`;
+   * once mounted with it, more rounds (`rounds`, or the transport's own number), each
+   * request waiting until the mount has been quiet a while, until they are done or `signal`
+   * is aborted (then it rejects). Transports whose request path is not ours (libfuse's)
+   * have none.
    */
-  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[]): Promise<WarmUpResult>;
+  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: { signal: AbortSignal; rounds?: number }): Promise<WarmUpResult>;
   /** Once mounted: the kernel's requests are read and answered on the event loop's thread, no other thread of the process on their path. */
   readonly readsOnLoop?: boolean;
 }

@@ -20,7 +20,7 @@ import type { KernelOps, TransportOptions } from "../../src/fuse/transport.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { createWorkspace, startMount, type Workspace } from "../e2e/helpers/daemon.js";
 import { bundleCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
-import { mountForTest, ok, type TestMount } from "./helpers/mount.js";
+import { mountForTest, ok, sh, type TestMount } from "./helpers/mount.js";
 
 const isRoot = process.getuid?.() === 0;
 const options: TransportOptions = { attrTimeoutSec: 1, maxWrite: 1 << 20, fsname: "backendfs", allowOther: false, requestTimeoutMs: 35_000, debug: false };
@@ -105,8 +105,49 @@ describe.skipIf(!isRoot)("a mount with a warm-up", () => {
       warmUp: { backend: new FilesystemBackend({ rootDir: path.join(scratch, "not-a-dir"), virtualMode: true }), dirs: ["/"] },
     });
     expect(logs.filter((l) => l.startsWith("warm-up stopped: warm-up request"))).toHaveLength(1);
+    // No idle warm-up on a scratch that failed once.
+    await m.warmedUp;
+    expect(logs.filter((l) => l.includes("idle warm-up"))).toEqual([]);
     await ok("echo served > a.txt && cat a.txt", m.dir);
     expect(await readdir(path.join(scratch, "real"))).toEqual(["a.txt"]);
+  });
+
+  it("goes on warming up once mounted while the mount is quiet, waits while it is busy, and ends at unmount", async () => {
+    const logs: string[] = [];
+    await mkdir(path.join(scratch, "real"));
+    // The scratch's mkdirs: one per round of the workload, and only a request makes one.
+    let mkdirs = 0;
+    const scratchDisk = new FilesystemBackend({ rootDir: path.join(scratch, "fs"), virtualMode: true });
+    const mkdir0 = scratchDisk.mkdir.bind(scratchDisk);
+    scratchDisk.mkdir = (...args: Parameters<typeof mkdir0>) => (mkdirs++, mkdir0(...args));
+    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
+      transport: "raw",
+      log: (line) => logs.push(line),
+      warmUp: { backend: scratchDisk, dirs: ["/"], idleRounds: 1_000_000 },
+    });
+    const afterMount = mkdirs;
+    // Busy: a file made and removed over and over for 1.5 s (each a few requests the vfs answers).
+    const busy = sh(`python3 -c "
+import os, time
+end = time.time() + 1.5
+while time.time() < end:
+    os.close(os.open('busy', os.O_CREAT | os.O_WRONLY, 0o644)); os.unlink('busy')
+"`, m.dir);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const busyFrom = mkdirs;
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    expect(mkdirs).toBe(busyFrom);
+    expect((await busy).code).toBe(0);
+    // Quiet again: it goes on (a round in "/" takes tens of milliseconds).
+    await expect.poll(() => mkdirs, { timeout: 5_000 }).toBeGreaterThan(busyFrom + 1);
+    expect(busyFrom).toBeGreaterThanOrEqual(afterMount);
+    await m.close();
+    await m.warmedUp;
+    const stopped = mkdirs;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(mkdirs).toBe(stopped);
+    expect(logs.filter((l) => l.includes("warm-up stopped"))).toEqual([]);
+    m = undefined;
   });
 });
 
@@ -124,24 +165,42 @@ describe.skipIf(!isRoot)("backendfs mount -v", () => {
     await rm(path.join(runtimeDir(), "warm-up", "4194305"), { recursive: true, force: true });
   });
 
-  it("warms up on raw before it mounts, removes its scratch directory, and one a killed daemon left", async () => {
+  it("warms up on raw before it mounts and on once mounted, then removes its scratch directory, and one a killed daemon left", async () => {
     const scratchDirs = path.join(runtimeDir(), "warm-up");
     // A scratch directory of a process that is gone (pid_max is at most 4,194,304).
     const leftover = path.join(scratchDirs, "4194305");
     await mkdir(path.join(leftover, "fs"), { recursive: true });
     await mkdir(path.join(work, "mnt"));
     await mkdir(path.join(work, "root"));
-    const d = startCli(["mount", path.join(work, "mnt"), "--root", path.join(work, "root"), "--transport", "raw", "-v"]);
+    const env = { ...process.env, BACKENDFS_IDLE_WARM_UP_ROUNDS: "2" };
+    const d = startCli(["mount", path.join(work, "mnt"), "--root", path.join(work, "root"), "--transport", "raw", "-v"], env);
     daemons.push(d);
     await waitMounted(d, 30_000);
-    const stderr = d.stderr();
-    expect(stderr).toMatch(/warmed up: \d+ requests \(\d+ files written in place\) in \d+ ms/);
-    expect(stderr.indexOf("warmed up")).toBeLessThan(stderr.indexOf("mounted at"));
-    const left = await readdir(scratchDirs);
-    expect(left).not.toContain(String(d.child.pid));
-    expect(left).not.toContain("4194305");
+    expect(d.stderr()).toMatch(/warmed up: \d+ requests \(\d+ files written in place\) in \d+ ms/);
+    expect(d.stderr().indexOf("warmed up")).toBeLessThan(d.stderr().indexOf("mounted at"));
+    // The scratch serves the idle warm-up, then goes.
+    await expect.poll(() => d.stderr(), { timeout: 20_000 }).toMatch(/warmed up while idle: \d+ requests/);
+    expect(d.stderr().indexOf("warmed up while idle")).toBeGreaterThan(d.stderr().indexOf("mounted at"));
+    await expect.poll(async () => (await readdir(scratchDirs)).includes(String(d.child.pid)), { timeout: 5_000 }).toBe(false);
+    expect(await readdir(scratchDirs)).not.toContain("4194305");
     d.child.kill("SIGTERM");
-    await d.exited;
+    expect(await d.exited).toBe(0);
+  });
+
+  it("stops its idle warm-up at unmount, and still removes its scratch directory", async () => {
+    const scratchDirs = path.join(runtimeDir(), "warm-up");
+    await mkdir(path.join(work, "mnt2"));
+    await mkdir(path.join(work, "root2"));
+    // More rounds than the test waits for: the unmount ends them.
+    const env = { ...process.env, BACKENDFS_IDLE_WARM_UP_ROUNDS: "100000" };
+    const d = startCli(["mount", path.join(work, "mnt2"), "--root", path.join(work, "root2"), "--transport", "raw", "-v"], env);
+    daemons.push(d);
+    await waitMounted(d, 30_000);
+    d.child.kill("SIGTERM");
+    expect(await d.exited).toBe(0);
+    expect(d.stderr()).not.toMatch(/warmed up while idle|idle warm-up stopped/);
+    expect(d.stderr()).toMatch(/unmounted/);
+    expect(await readdir(scratchDirs)).not.toContain(String(d.child.pid));
   });
 });
 

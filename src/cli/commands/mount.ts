@@ -96,8 +96,8 @@ export const mountCommand: CommandModule<object, MountArgs> = {
         },
         ...(scratch && { warmUp: { backend: scratch.backend as never, dirs: scratch.dirs } }),
       });
-      await scratch?.dispose();
-      scratch = undefined;
+      // The scratch serves the warm-up the mount goes on with while it is quiet.
+      const scratchDisposed = mounted.warmedUp.then(() => scratch?.dispose());
       unregister = await registerMount({ mountPoint: mounted.mountPoint, identity: configIdentity(argv), pid: process.pid, sandboxReady: true }).catch(() => undefined);
       // After the warm-up, which has the cores to itself: from here V8's compiling waits for
       // the served processes. Not where a thread of ours reads the kernel's requests (libfuse's, a reader worker's).
@@ -135,6 +135,8 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           });
         }, 1000);
       });
+      await scratchDisposed;
+      scratch = undefined;
       await unregister?.();
       const loaded = config;
       config = undefined;

@@ -42,6 +42,8 @@ export interface DeviceReader {
   ended: Promise<void>;
   /** [0]: requests read and not yet answered; the dispatcher keeps it (the polled reader spins only at 0). */
   inFlight: Int32Array;
+  /** performance.now() when the device last had a request (the addon's answers included). */
+  readonly lastRequestAt: number;
   /** Hands a request's buffer back for reuse once nothing refers to it any more. */
   recycle(buffer: ArrayBuffer): void;
 }
@@ -77,6 +79,7 @@ export function startPolledReader(
 ): DeviceReader {
   const free: Buffer[] = [];
   const inFlight = new Int32Array(1);
+  let lastRequestAt = performance.now();
   let end: () => void = () => undefined;
   const ended = new Promise<void>((resolve) => (end = resolve));
   let stopped = false;
@@ -88,6 +91,7 @@ export function startPolledReader(
     end();
   };
   const watch = addon.watchDevice(fd, () => {
+    lastRequestAt = performance.now();
     // A poll error (the device ended: EPOLLERR) shows as the read's ENODEV below.
     for (let i = 0; i < BURST && !stopped; i++) {
       const buffer = free.pop() ?? Buffer.allocUnsafeSlow(size);
@@ -108,6 +112,9 @@ export function startPolledReader(
   return {
     ended,
     inFlight,
+    get lastRequestAt() {
+      return lastRequestAt;
+    },
     recycle: (buffer) => {
       if (!stopped && free.length < 64) free.push(Buffer.from(buffer, 0, size));
     },
@@ -125,9 +132,13 @@ export function startDeviceReader(fd: number, size: number, onRequest: (request:
   // The port keeps the process alive while mounted; the worker alone must not.
   worker.unref();
   const port: MessagePort = requests.port1;
+  let lastRequestAt = performance.now();
   const ended = new Promise<void>((resolve) => {
     port.on("message", (m: { buffer?: ArrayBuffer; length?: number; end?: string }) => {
-      if (m.buffer) return onRequest(Buffer.from(m.buffer, 0, m.length));
+      if (m.buffer) {
+        lastRequestAt = performance.now();
+        return onRequest(Buffer.from(m.buffer, 0, m.length));
+      }
       if (m.end) log(`/dev/fuse read failed: ${m.end}`);
       port.close();
       resolve();
@@ -137,6 +148,9 @@ export function startDeviceReader(fd: number, size: number, onRequest: (request:
   return {
     ended,
     inFlight: new Int32Array(1),
+    get lastRequestAt() {
+      return lastRequestAt;
+    },
     recycle: (buffer) => returns.port1.postMessage(buffer, [buffer]),
   };
 }
