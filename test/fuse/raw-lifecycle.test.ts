@@ -57,7 +57,7 @@ describe("backendfs mount --transport raw", { timeout: 120_000 }, () => {
     daemon = await startMount(ws, RAW);
     expect((await okIn(ws.mnt, "cat a.txt")).toString()).toBe("hello\n");
     expect((await cli(ws, ["unmount", ws.mnt])).code).toBe(0);
-    expect(await daemon.exited).toBe(0);
+    expect(await daemon.exited, daemon.stderr()).toBe(0);
     expect(await isMountPoint(ws.mnt)).toBe(false);
   });
 

@@ -96,8 +96,11 @@ export const mountCommand: CommandModule<object, MountArgs> = {
         },
         ...(scratch && { warmUp: { backend: scratch.backend as never, dirs: scratch.dirs } }),
       });
-      // The scratch serves the warm-up the mount goes on with while it is quiet.
-      const scratchDisposed = mounted.warmedUp.then(() => scratch?.dispose());
+      // The scratch serves the warm-up the mount goes on with while it is quiet. Removing it
+      // is best effort (the next mount removes what a dead daemon left): never the exit's error.
+      const scratchDisposed = mounted.warmedUp
+        .then(() => scratch?.dispose())
+        .catch((err: Error) => log(`warm-up scratch left behind: ${err.message}`));
       unregister = await registerMount({ mountPoint: mounted.mountPoint, identity: configIdentity(argv), pid: process.pid, sandboxReady: true }).catch(() => undefined);
       // After the warm-up, which has the cores to itself: from here V8's compiling waits for
       // the served processes. Not where a thread of ours reads the kernel's requests (libfuse's, a reader worker's).
@@ -184,7 +187,7 @@ async function warmUpScratch(argv: MountArgs, mounted: LoadedConfig): Promise<Wa
   }
   const dispose = async () => {
     await Promise.resolve(loaded?.close?.()).catch(() => undefined);
-    await fs.rm(dir, { recursive: true, force: true });
+    await fs.rm(dir, { recursive: true, force: true, maxRetries: 3 });
   };
   let loaded: LoadedConfig | undefined;
   try {
