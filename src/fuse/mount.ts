@@ -15,7 +15,7 @@ import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
 import { connectionOf, isMountPoint } from "./mount-table.js";
 import { startUnmountGuard } from "./unmount-guard.js";
-import type { Transport, TransportOptions } from "./transport.js";
+import type { IdleWarmUp, Transport, TransportOptions } from "./transport.js";
 
 /** The kernel bridges `backendfs mount --transport` offers. */
 export type TransportName = "fuse-native" | "raw";
@@ -51,8 +51,8 @@ export interface MountOptions {
   warmUp?: {
     backend: ConstructorParameters<typeof Vfs>[0];
     dirs: string[];
-    /** Rounds of it once mounted; default: the transport's (raw: BACKENDFS_IDLE_WARM_UP_ROUNDS, 40). */
-    idleRounds?: number;
+    /** What it does once mounted. */
+    idle?: IdleWarmUp;
   };
 }
 
@@ -99,7 +99,7 @@ export async function mount(options: MountOptions): Promise<Mounted> {
   const guard = connection === undefined ? undefined : startUnmountGuard(mountPoint, connection);
   const stopWarmUp = new AbortController();
   // Not where the first one failed: its scratch would fail again.
-  const warmedUp = warmUpOn && warmedUpFirst ? warmUp(warmUpOn, { signal: stopWarmUp.signal, rounds: warmUpOn.scratch.idleRounds }).then(() => undefined) : Promise.resolve();
+  const warmedUp = warmUpOn && warmedUpFirst ? warmUp(warmUpOn, { ...warmUpOn.scratch.idle, signal: stopWarmUp.signal }).then(() => undefined) : Promise.resolve();
 
   let unmounting: Promise<void> | undefined;
   return {
@@ -135,7 +135,7 @@ interface WarmUpRun {
  * whether it ran to its end. A failure costs only the warm-up (one log line), never the
  * mount; an idle one stopped by the unmount says nothing.
  */
-async function warmUp({ run, scratch, vfsOptions, transportOptions, log, verbose }: WarmUpRun, idle?: { signal: AbortSignal; rounds?: number }): Promise<boolean> {
+async function warmUp({ run, scratch, vfsOptions, transportOptions, log, verbose }: WarmUpRun, idle?: IdleWarmUp & { signal: AbortSignal }): Promise<boolean> {
   const vfs = new Vfs(scratch.backend, { ...vfsOptions, log: () => undefined });
   try {
     const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs, idle);

@@ -130,14 +130,21 @@ export interface Transport {
   /**
    * Runs a scripted workload through this transport's request path over `ops` (a scratch
    * vfs's) in each of `dirs`: see raw/warm-up.ts. Before the first mount without `idle`;
-   * once mounted with it, more rounds (`rounds`, or the transport's own number), each
-   * request waiting until the mount has been quiet a while, until they are done or `signal`
-   * is aborted (then it rejects). Transports whose request path is not ours (libfuse's)
-   * have none.
+   * once mounted with it, more rounds, each request waiting until the mount has been quiet
+   * a while and the machine idle, until they are done or `signal` is aborted (then it
+   * rejects). Transports whose request path is not ours (libfuse's) have none.
    */
-  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: { signal: AbortSignal; rounds?: number }): Promise<WarmUpResult>;
+  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }): Promise<WarmUpResult>;
   /** Once mounted: the kernel's requests are read and answered on the event loop's thread, no other thread of the process on their path. */
   readonly readsOnLoop?: boolean;
+}
+
+/** The warm-up a mounted transport goes on with while it is quiet. */
+export interface IdleWarmUp {
+  /** Rounds of the workload per directory; default: the transport's (raw: BACKENDFS_IDLE_WARM_UP_ROUNDS, 40). */
+  rounds?: number;
+  /** The share of the machine's CPU time (and of disk waits) other processes may take for it to go on; default 0.1, 1 ignores them. */
+  otherLoad?: number;
 }
 
 export interface WarmUpResult {

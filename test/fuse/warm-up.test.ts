@@ -123,7 +123,8 @@ describe.skipIf(!isRoot)("a mount with a warm-up", () => {
     m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
       transport: "raw",
       log: (line) => logs.push(line),
-      warmUp: { backend: scratchDisk, dirs: ["/"], idleRounds: 1_000_000 },
+      // The machine's other load is the next test's: here only the mount's own requests count.
+      warmUp: { backend: scratchDisk, dirs: ["/"], idle: { rounds: 1_000_000, otherLoad: 1 } },
     });
     const afterMount = mkdirs;
     // Busy: a file made and removed over and over for 1.5 s (each a few requests the vfs answers).
@@ -148,6 +149,25 @@ while time.time() < end:
     expect(mkdirs).toBe(stopped);
     expect(logs.filter((l) => l.includes("warm-up stopped"))).toEqual([]);
     m = undefined;
+  });
+
+  it("waits while another process keeps a CPU busy, though the mount is quiet", async () => {
+    await mkdir(path.join(scratch, "real"));
+    let mkdirs = 0;
+    const scratchDisk = new FilesystemBackend({ rootDir: path.join(scratch, "fs"), virtualMode: true });
+    const mkdir0 = scratchDisk.mkdir.bind(scratchDisk);
+    scratchDisk.mkdir = (...args: Parameters<typeof mkdir0>) => (mkdirs++, mkdir0(...args));
+    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
+      transport: "raw",
+      warmUp: { backend: scratchDisk, dirs: ["/"], idle: { rounds: 1_000_000 } },
+    });
+    // Half of a two-core machine (more elsewhere), outside the mount.
+    const hog = sh(`timeout 2 python3 -c "while True: pass"`, tmpdir(), 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const from = mkdirs;
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(mkdirs).toBe(from);
+    await hog;
   });
 });
 

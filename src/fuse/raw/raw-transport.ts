@@ -14,7 +14,7 @@ import { close, writev, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
-import type { KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
+import type { IdleWarmUp, KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
 import { connectionOf } from "../mount-table.js";
 import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
@@ -26,6 +26,7 @@ import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js
 import { RequestHandler, type Backings } from "./request-handler.js";
 import { decodeInHeader, encodeOutHeader, IN_HEADER_SIZE, u64At } from "./protocol.js";
 import { warmUp as runWarmUp } from "./warm-up.js";
+import { SpareCpu } from "./spare-cpu.js";
 
 /** One request at most: a 1 MiB write plus its headers. */
 const MAX_WRITE = 1 << 20;
@@ -40,7 +41,10 @@ const WARM_UP_ROUNDS = Number(process.env.BACKENDFS_WARM_UP_ROUNDS ?? 8);
 const IDLE_WARM_UP_ROUNDS = Number(process.env.BACKENDFS_IDLE_WARM_UP_ROUNDS ?? 40);
 /** How long the mount must have had no request before an idle warm-up request runs (it delays a request that comes meanwhile by its own time, tens of microseconds). */
 const QUIET_MS = 20;
+/** How often the idle warm-up asks whether the rest of the machine is idle too (spare-cpu.ts), and how long it waits when not. */
+const SPARE_CHECK_MS = 100;
 const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class RawTransport implements Transport {
   private fd = -1;
@@ -100,9 +104,10 @@ export class RawTransport implements Transport {
    * warm-up.ts's workload through a handler like the mount's (its own mirror, directory names
    * and kept opens in the addon) and this transport's dispatch, its replies kept from the
    * device. Backing ids are counted, not registered with the kernel. With `idle` (mounted):
-   * IDLE_WARM_UP_ROUNDS unless told, each request once the device has been quiet for QUIET_MS.
+   * IDLE_WARM_UP_ROUNDS unless told, each request once the device has been quiet for QUIET_MS
+   * and the rest of the machine idle (checked every SPARE_CHECK_MS).
    */
-  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: { signal: AbortSignal; rounds?: number }): Promise<WarmUpResult> {
+  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }): Promise<WarmUpResult> {
     const rounds = idle ? idle.rounds ?? IDLE_WARM_UP_ROUNDS : WARM_UP_ROUNDS;
     if (rounds <= 0) return { requests: 0, passthroughCreates: 0, ms: 0 };
     const { addon } = loadNative();
@@ -124,21 +129,38 @@ export class RawTransport implements Transport {
       },
       dirs,
       rounds,
-      idle && (() => this.quiet(idle.signal)),
+      idle && this.whenIdle(idle.signal, idle.otherLoad),
     );
   }
 
-  /** Resolves once the mount has had no request for QUIET_MS and none is unanswered; rejects once `stop` is aborted. */
-  private async quiet(stop: AbortSignal): Promise<void> {
-    // A turn of the event loop first: the scratch's calls may all settle as microtasks, and
-    // the device's requests (and everything else) must get the loop between two of its requests.
-    await new Promise((resolve) => setImmediate(resolve));
-    for (;;) {
-      if (stop.aborted || !this.reader) throw new Error("stopped");
-      const quietFor = performance.now() - this.reader.lastRequestAt;
-      if (quietFor >= QUIET_MS && this.reader.inFlight[0] === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, QUIET_MS - Math.min(quietFor, QUIET_MS - 1)));
-    }
+  /**
+   * The idle warm-up's gate: resolves once the mount has had no request for QUIET_MS, none is
+   * unanswered, and the rest of the machine was idle at the last check; rejects once `stop`
+   * is aborted.
+   */
+  private whenIdle(stop: AbortSignal, otherLoad = 0.1): () => Promise<void> {
+    const machine = new SpareCpu();
+    let spareUntil = 0;
+    return async () => {
+      // A turn of the event loop first: the scratch's calls may all settle as microtasks, and
+      // the device's requests (and everything else) must get the loop between two of its requests.
+      await new Promise((resolve) => setImmediate(resolve));
+      for (;;) {
+        if (stop.aborted || !this.reader) throw new Error("stopped");
+        const now = performance.now();
+        const quietFor = now - this.reader.lastRequestAt;
+        if (quietFor < QUIET_MS || this.reader.inFlight[0] !== 0) {
+          await sleep(QUIET_MS - Math.min(quietFor, QUIET_MS - 1));
+          continue;
+        }
+        if (now < spareUntil) return;
+        if (otherLoad >= 1 || machine.spare(otherLoad)) {
+          spareUntil = now + SPARE_CHECK_MS;
+          return;
+        }
+        await sleep(SPARE_CHECK_MS);
+      }
+    };
   }
 
   /** A handler over `ops` with what the addon brings (each optional: BACKENDFS_ATTR_MIRROR, _KEPT_OPENS, _DIR_NAMES = 0 turn them off). */
