@@ -16,7 +16,7 @@ import { loadMountConfig, type LoadedMountConfig } from "../../src/config/index.
 import { createKernelOps, isMountPoint, lazyUnmount } from "../../src/fuse/index.js";
 import { RawTransport } from "../../src/fuse/raw/raw-transport.js";
 import { runtimeDir } from "../../src/sandbox/runtime-dir.js";
-import type { KernelOps, TransportOptions } from "../../src/fuse/transport.js";
+import type { IdleWarmUp, KernelOps, TransportOptions } from "../../src/fuse/transport.js";
 import { Vfs } from "../../src/vfs/index.js";
 import { createWorkspace, startMount, type Workspace } from "../e2e/helpers/daemon.js";
 import { bundleCli, startCli, waitMounted, type Daemon } from "./helpers/cli.js";
@@ -95,6 +95,23 @@ describe.skipIf(!isRoot)("a mount with a warm-up", () => {
     m = undefined;
   });
 
+  /**
+   * A raw mount of `scratch/real` whose warm-up runs on a disk at `scratch/fs` that counts its
+   * mkdirs: one per round of the workload, and only a warm-up request makes one.
+   */
+  async function mountWithIdleWarmUp(idle: IdleWarmUp, logs: string[] = []): Promise<{ mounted: TestMount; scratchDisk: { mkdirs: number } }> {
+    await mkdir(path.join(scratch, "real"));
+    const scratchDisk = Object.assign(new FilesystemBackend({ rootDir: path.join(scratch, "fs"), virtualMode: true }), { mkdirs: 0 });
+    const mkdirOf = scratchDisk.mkdir.bind(scratchDisk);
+    scratchDisk.mkdir = (...args: Parameters<typeof mkdirOf>) => (scratchDisk.mkdirs++, mkdirOf(...args));
+    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
+      transport: "raw",
+      log: (line) => logs.push(line),
+      warmUp: { backend: scratchDisk, dirs: ["/"], idle },
+    });
+    return { mounted: m, scratchDisk };
+  }
+
   it("mounts and serves its backend when the warm-up fails, saying so in one line", async () => {
     const logs: string[] = [];
     await writeFile(path.join(scratch, "not-a-dir"), "x");
@@ -114,59 +131,41 @@ describe.skipIf(!isRoot)("a mount with a warm-up", () => {
 
   it("goes on warming up once mounted while the mount is quiet, waits while it is busy, and ends at unmount", async () => {
     const logs: string[] = [];
-    await mkdir(path.join(scratch, "real"));
-    // The scratch's mkdirs: one per round of the workload, and only a request makes one.
-    let mkdirs = 0;
-    const scratchDisk = new FilesystemBackend({ rootDir: path.join(scratch, "fs"), virtualMode: true });
-    const mkdir0 = scratchDisk.mkdir.bind(scratchDisk);
-    scratchDisk.mkdir = (...args: Parameters<typeof mkdir0>) => (mkdirs++, mkdir0(...args));
-    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
-      transport: "raw",
-      log: (line) => logs.push(line),
-      // The machine's other load is the next test's: here only the mount's own requests count.
-      warmUp: { backend: scratchDisk, dirs: ["/"], idle: { rounds: 1_000_000, otherLoad: 1 } },
-    });
-    const afterMount = mkdirs;
+    // The machine's other load is the next test's: here only the mount's own requests count.
+    const { mounted, scratchDisk } = await mountWithIdleWarmUp({ rounds: 1_000_000, otherLoad: 1 }, logs);
+    const afterMount = scratchDisk.mkdirs;
     // Busy: a file made and removed over and over for 1.5 s (each a few requests the vfs answers).
     const busy = sh(`python3 -c "
 import os, time
 end = time.time() + 1.5
 while time.time() < end:
     os.close(os.open('busy', os.O_CREAT | os.O_WRONLY, 0o644)); os.unlink('busy')
-"`, m.dir);
+"`, mounted.dir);
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const busyFrom = mkdirs;
+    const busyFrom = scratchDisk.mkdirs;
     await new Promise((resolve) => setTimeout(resolve, 900));
-    expect(mkdirs).toBe(busyFrom);
+    expect(scratchDisk.mkdirs).toBe(busyFrom);
     expect((await busy).code).toBe(0);
     // Quiet again: it goes on (a round in "/" takes tens of milliseconds).
-    await expect.poll(() => mkdirs, { timeout: 5_000 }).toBeGreaterThan(busyFrom + 1);
+    await expect.poll(() => scratchDisk.mkdirs, { timeout: 5_000 }).toBeGreaterThan(busyFrom + 1);
     expect(busyFrom).toBeGreaterThanOrEqual(afterMount);
-    await m.close();
-    await m.warmedUp;
-    const stopped = mkdirs;
+    await mounted.close();
+    await mounted.warmedUp;
+    const stopped = scratchDisk.mkdirs;
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(mkdirs).toBe(stopped);
+    expect(scratchDisk.mkdirs).toBe(stopped);
     expect(logs.filter((l) => l.includes("warm-up stopped"))).toEqual([]);
     m = undefined;
   });
 
   it("waits while another process keeps a CPU busy, though the mount is quiet", async () => {
-    await mkdir(path.join(scratch, "real"));
-    let mkdirs = 0;
-    const scratchDisk = new FilesystemBackend({ rootDir: path.join(scratch, "fs"), virtualMode: true });
-    const mkdir0 = scratchDisk.mkdir.bind(scratchDisk);
-    scratchDisk.mkdir = (...args: Parameters<typeof mkdir0>) => (mkdirs++, mkdir0(...args));
-    m = await mountForTest(new FilesystemBackend({ rootDir: path.join(scratch, "real"), virtualMode: true }), {
-      transport: "raw",
-      warmUp: { backend: scratchDisk, dirs: ["/"], idle: { rounds: 1_000_000 } },
-    });
+    const { scratchDisk } = await mountWithIdleWarmUp({ rounds: 1_000_000 });
     // Half of a two-core machine (more elsewhere), outside the mount.
     const hog = sh(`timeout 2 python3 -c "while True: pass"`, tmpdir(), 10_000);
     await new Promise((resolve) => setTimeout(resolve, 400));
-    const from = mkdirs;
+    const from = scratchDisk.mkdirs;
     await new Promise((resolve) => setTimeout(resolve, 1_200));
-    expect(mkdirs).toBe(from);
+    expect(scratchDisk.mkdirs).toBe(from);
     await hog;
   });
 });

@@ -15,8 +15,8 @@
  * registered: there is no kernel. 8 rounds in each directory (about 10,000 requests, 0.6-0.7 s
  * before the mount is ready): the first 2,000 creates then took 390-425 ms, and a cold
  * `grep -r` of 2,000 files 520-655 ms against 620-700 ms (fresh daemons side by side). Once
- * mounted the transport runs more rounds while the mount is quiet (`before` gates each
- * request): 48 rounds in all take the first pass to what the second takes, but would keep
+ * mounted the transport runs more rounds while the mount and the machine are idle (`before`
+ * gates each request): 48 rounds in all take the first pass to what the second takes, but would keep
  * the mount from being ready for seconds.
  */
 import {
