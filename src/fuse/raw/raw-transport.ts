@@ -34,8 +34,8 @@ const BUFFER_SIZE = MAX_WRITE + 4096;
 /** Rounds of warm-up.ts's workload per directory before the mount (BACKENDFS_WARM_UP_ROUNDS; 0: none). */
 const WARM_UP_ROUNDS = Number(process.env.BACKENDFS_WARM_UP_ROUNDS ?? 8);
 /**
- * Rounds more once mounted, in the mount's quiet moments (BACKENDFS_IDLE_WARM_UP_ROUNDS; 0:
- * none): 8 rounds leave a fresh daemon's first 2,000 creates 10-30% slower than its next,
+ * Rounds more once mounted, while the mount and the machine are idle
+ * (BACKENDFS_IDLE_WARM_UP_ROUNDS; 0: none): 8 rounds leave a fresh daemon's first 2,000 creates 10-30% slower than its next,
  * 48 do not, but 48 before the mount would keep it from being ready for 4-5 s.
  */
 const IDLE_WARM_UP_ROUNDS = Number(process.env.BACKENDFS_IDLE_WARM_UP_ROUNDS ?? 40);
