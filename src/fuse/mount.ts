@@ -95,7 +95,8 @@ export async function mount(options: MountOptions): Promise<Mounted> {
     await vfs.close().catch(() => undefined);
     throw new MountError(`cannot mount ${mountPoint}: ${(err as Error).message}`);
   }
-  const connection = await connectionOf(mountPoint);
+  // The raw transport read the mount table for it already.
+  const connection = transport.connection ?? (await connectionOf(mountPoint));
   const guard = connection === undefined ? undefined : startUnmountGuard(mountPoint, connection);
   const stopWarmUp = new AbortController();
   // Not where the first one failed: its scratch would fail again.

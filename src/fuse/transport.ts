@@ -137,6 +137,8 @@ export interface Transport {
   warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }): Promise<WarmUpResult>;
   /** Once mounted: the kernel's requests are read and answered on the event loop's thread, no other thread of the process on their path. */
   readonly readsOnLoop?: boolean;
+  /** Once mounted: the fuse connection id, where the transport has read it (mount-table.ts connectionOf). */
+  readonly connection?: number;
 }
 
 /** The warm-up a mounted transport goes on with while it is quiet. */

@@ -49,7 +49,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export class RawTransport implements Transport {
   private fd = -1;
   private mountPoint = "";
-  private connection: number | undefined;
+  connection: number | undefined;
   private ended: Promise<void> = Promise.resolve();
   private handler: RequestHandler | undefined;
   private reader: DeviceReader | undefined;
