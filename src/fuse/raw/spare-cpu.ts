@@ -26,12 +26,13 @@ function sample(): Sample | undefined {
   } catch {
     return undefined;
   }
-  // cpu  user nice system idle iowait irq softirq steal ...
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = line.trim().split(/\s+/).slice(1, 9).map(Number);
-  if (steal === undefined || [user, nice, system, idle, iowait, irq, softirq, steal].some((n) => !Number.isFinite(n))) return undefined;
-  const total = user! + nice! + system! + idle! + iowait! + irq! + softirq! + steal;
+  // cpu  user nice system idle iowait irq softirq steal (guest time is counted in user already)
+  const ticks = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  if (ticks.length < 8 || ticks.some((n) => !Number.isFinite(n))) return undefined;
+  const [idle, iowait] = [ticks[3]!, ticks[4]!];
+  const total = ticks.reduce((sum, n) => sum + n, 0);
   const usage = process.cpuUsage();
-  return { total, busy: total - idle! - iowait!, iowait: iowait!, ours: ((usage.user + usage.system) / 1e6) * TICKS_PER_SECOND };
+  return { total, busy: total - idle - iowait, iowait, ours: ((usage.user + usage.system) / 1e6) * TICKS_PER_SECOND };
 }
 
 export class SpareCpu {
