@@ -90,8 +90,29 @@ export function startPolledReader(
     if (why) log(`/dev/fuse read failed: ${why}`);
     end();
   };
-  const watch = addon.watchDevice(fd, () => {
-    lastRequestAt = performance.now();
+  // With a mirror the addon's spin reads requests itself, into this buffer (native.ts).
+  let stage: Buffer | undefined;
+  const watch = addon.watchDevice(
+    fd,
+    (_status, staged) => {
+      lastRequestAt = performance.now();
+      if (staged >= 0 && stage) {
+        const request = stage.subarray(0, staged);
+        stage = undefined;
+        afterRead?.();
+        onRequest(request);
+      }
+      burst();
+      if (!mirror || stopped) return undefined;
+      stage ??= free.pop() ?? Buffer.allocUnsafeSlow(size);
+      return stage;
+    },
+    SPIN_MICROS,
+    inFlight,
+    false,
+    mirror?.handle,
+  );
+  function burst(): void {
     // A poll error (the device ended: EPOLLERR) shows as the read's ENODEV below.
     for (let i = 0; i < BURST && !stopped; i++) {
       const buffer = free.pop() ?? Buffer.allocUnsafeSlow(size);
@@ -108,7 +129,7 @@ export function startPolledReader(
       if (n === -ENODEV || n === -EBADF) return stop();
       return stop(`errno ${-n}`);
     }
-  }, SPIN_MICROS, inFlight);
+  }
   return {
     ended,
     inFlight,

@@ -31,11 +31,22 @@ export interface NativeAddon {
    */
   read(fd: number, buffer: Buffer, mirror?: MirrorHandle): number;
   /**
-   * Calls `onReadable(status)` on the loop whenever `fd` has something to read. After a call
-   * that leaves `inFlight[0]` (requests unanswered, kept by the caller) at 0, it keeps looking
-   * for the next request for up to `spinMicros` before the loop sleeps.
+   * Calls `onReadable(status, staged)` on the loop whenever `fd` has something to read. After
+   * a call that leaves `inFlight[0]` (requests unanswered, kept by the caller) at 0, it keeps
+   * looking for the next request for up to `spinMicros` (after the last one) before the loop
+   * sleeps. With a mirror it reads while it looks, as `read` does: it answers what the mirror
+   * can at once, and reads the first request the caller must handle into the buffer the last
+   * call returned; the next call gets that request's length as `staged` (else -1) and the
+   * buffer is the caller's again. `unref`: the watch alone does not keep the process alive.
    */
-  watchDevice(fd: number, onReadable: (status: number) => void, spinMicros: number, inFlight: Int32Array): DeviceWatch;
+  watchDevice(
+    fd: number,
+    onReadable: (status: number, staged: number) => Buffer | undefined,
+    spinMicros: number,
+    inFlight: Int32Array,
+    unref?: boolean,
+    mirror?: MirrorHandle,
+  ): DeviceWatch;
   stopWatch(watch: DeviceWatch): void;
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
