@@ -7,7 +7,9 @@
  * of backendfs's own (one thread spinning on non-blocking reads, the caller on another CPU).
  *
  * `--work-us` adds busy time to CREATE and UNLINK, standing in for what backendfs's vfs does
- * in JavaScript for them: it shows which gains survive when a request has work to do.
+ * in JavaScript for them: it shows which gains survive when a request has work to do. The
+ * spinning model also runs with each reply held back 1 and 3 µs: what a slower way from the
+ * read to the reply costs (a reply that comes after the caller's vCPU went idle wakes it).
  *
  * Where the server and the caller run is pinned (taskset), since that is what is measured:
  * this VM halts an idle vCPU, and a reply that wakes the caller on another one pays for it.
@@ -34,10 +36,12 @@ const JSON_OUT = option("--json", "");
 const URING_PARAM = "/sys/module/fuse/parameters/enable_uring";
 const PHASES = ["create", "stat", "read", "unlink"];
 
-/** [label, model, server CPU (undefined: the model pins its own threads), caller CPU]. */
+/** [label, model, server CPU (undefined: the model pins its own threads), caller CPU, µs each reply is held back]. */
 const MODELS = [
   ["one thread, blocking read; caller on another CPU", "read", 0, 1],
   ["one thread, spinning 50 us (backendfs raw); caller on another CPU", "spin", 0, 1],
+  ["the same, each reply 1 us later", "spin", 0, 1, 1],
+  ["the same, each reply 3 us later", "spin", 0, 1, 3],
   ["one thread, blocking read; caller on the same CPU", "read", 0, 0],
   ["one thread owning every io_uring queue, spinning 50 us; caller on another CPU", "uring-one", 0, 1],
   ["a thread per CPU's io_uring queue, pinned there (libfuse); caller on CPU 1", "uring-per-cpu", undefined, 1],
@@ -79,8 +83,8 @@ function uringAvailable() {
 }
 
 /** One model at one amount of work: mounts, runs the probe, unmounts; microseconds per file and phase. */
-async function measure(model, serverCpu, callerCpu, workUs) {
-  const argv = [server, mnt, model, String(workUs)];
+async function measure(model, serverCpu, callerCpu, workUs, replyUs = 0) {
+  const argv = [server, mnt, model, String(workUs), String(replyUs)];
   const child = serverCpu === undefined ? spawn(argv[0], argv.slice(1)) : spawn("taskset", ["-c", String(serverCpu), ...argv]);
   running = child;
   let log = "";
@@ -121,8 +125,8 @@ async function main() {
   for (let round = 0; round < ROUNDS; round++) {
     const order = round % 2 ? [...models].reverse() : models;
     for (const workUs of WORKS)
-      for (const [label, model, serverCpu, callerCpu] of order) {
-        const micros = await measure(model, serverCpu, callerCpu, workUs);
+      for (const [label, model, serverCpu, callerCpu, replyUs] of order) {
+        const micros = await measure(model, serverCpu, callerCpu, workUs, replyUs);
         progress(`round ${round + 1}, ${workUs} us of work, ${label}: ${PHASES.map((p) => `${p} ${micros[p].toFixed(1)}`).join(", ")}`);
         const key = `${workUs} ${label}`;
         if (!samples.has(key)) samples.set(key, Object.fromEntries(PHASES.map((p) => [p, []])));

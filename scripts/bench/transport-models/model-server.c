@@ -1,9 +1,10 @@
 // A model FUSE server for scripts/bench/transport-models.mjs: what a request costs on each
 // way of serving /dev/fuse, with nothing else in the way. One flat in-memory directory;
 // CREATE and UNLINK can be given busy time, standing in for the work backendfs's vfs does
-// in JavaScript for them. Not part of backendfs: it only measures transports.
+// in JavaScript for them; every reply read from the device can be held back, standing in for
+// a slower way from the read to the answer. Not part of backendfs: it only measures transports.
 //
-// usage: model-server MOUNTPOINT MODEL [WORK_US]
+// usage: model-server MOUNTPOINT MODEL [WORK_US [REPLY_US]]
 //   read           one thread, blocking read(2) on /dev/fuse
 //   spin           one thread, non-blocking reads, 50 us of spinning before it blocks
 //                  (backendfs's raw transport's event loop, src/fuse/raw/device-reader.ts)
@@ -46,6 +47,7 @@ enum { URING_CMD_REGISTER = 1, URING_CMD_COMMIT_AND_FETCH = 2 };
 
 static int fuse_fd;
 static int work_us;
+static int reply_us;
 static const char *model;
 
 static uint64_t now_ns(void) {
@@ -228,6 +230,7 @@ static int serve_one(char *buf, char *out) {
   const char *op_in = buf + sizeof *h;
   int r = handle_locked(h, op_in, op_in + op_in_size(h->opcode), out);
   if (r == NO_REPLY) return 0;
+  busy(reply_us);
   struct fuse_out_header oh = { .len = sizeof oh + (r > 0 ? r : 0), .error = r < 0 ? r : 0, .unique = h->unique };
   struct iovec iov[2] = { { &oh, sizeof oh }, { out, r > 0 ? r : 0 } };
   if (writev(fuse_fd, iov, 2) < 0 && errno != ENOENT) return -errno;
@@ -399,11 +402,12 @@ static int possible_cpus(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: model-server MOUNTPOINT read|spin|uring-one|uring-per-cpu [WORK_US]\n");
+    fprintf(stderr, "usage: model-server MOUNTPOINT read|spin|uring-one|uring-per-cpu [WORK_US [REPLY_US]]\n");
     return 2;
   }
   model = argv[2];
   work_us = argc > 3 ? atoi(argv[3]) : 0;
+  reply_us = argc > 4 ? atoi(argv[4]) : 0;
   mount_time = time(NULL);
   fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
   if (fuse_fd < 0) {
