@@ -21,6 +21,7 @@ import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
 import { BufferPool } from "./buffer-pool.js";
+import { DeferredReleases } from "./deferred-releases.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
 import { RequestHandler, type Backings } from "./request-handler.js";
@@ -90,7 +91,16 @@ export class RawTransport implements Transport {
     this.handler = handler;
     const { mirror, keptOpens } = handler.extras;
     const write = (buffers: Buffer[]) => this.write(buffers);
-    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
+    // The releases the addon acknowledged wait for a lull (deferred-releases.ts); their copies are not the reader's to recycle.
+    const releases = mirror && new DeferredReleases((request) => this.dispatch(handler, request, { inFlight: reader.inFlight, recycle: () => undefined }, write));
+    const onRequest = (request: Buffer) => {
+      if (releases && DeferredReleases.mayWait(request)) {
+        releases.keep(request);
+        return reader.recycle(request.buffer as ArrayBuffer);
+      }
+      releases?.before(request);
+      this.dispatch(handler, request, reader, write, releases && (() => releases.flush()));
+    };
     const afterRead = keptOpens && (() => handler.takeKeptOpens());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.readsOnLoop = addon !== undefined;
@@ -196,7 +206,13 @@ export class RawTransport implements Transport {
   }
 
   /** Runs a request; whether a reply is to be written (none for a FORGET, nor for a request the addon answered as it read it). */
-  private dispatch(handler: RequestHandler, request: Buffer, reader: Pick<DeviceReader, "inFlight" | "recycle">, write: (buffers: Buffer[]) => void): boolean {
+  private dispatch(
+    handler: RequestHandler,
+    request: Buffer,
+    reader: Pick<DeviceReader, "inFlight" | "recycle">,
+    write: (buffers: Buffer[]) => void,
+    afterAnswer?: () => void,
+  ): boolean {
     const header = decodeInHeader(request);
     const body = request.subarray(IN_HEADER_SIZE, header.len);
     const answer = handler.handle(header, body);
@@ -225,11 +241,13 @@ export class RawTransport implements Transport {
         this.pool.recycle(payload);
         done();
         handler.runAfterReply();
+        afterAnswer?.();
       },
       (err: unknown) => {
         reply(-errnoOf(err), []);
         done();
         handler.runAfterReply();
+        afterAnswer?.();
       },
     );
     return !acknowledged;
