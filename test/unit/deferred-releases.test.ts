@@ -6,16 +6,9 @@ import { describe, expect, it } from "vitest";
 import { setImmediate as turn } from "node:timers/promises";
 import { DeferredReleases } from "../../src/fuse/raw/deferred-releases.js";
 import { decodeInHeader, Op } from "../../src/fuse/raw/protocol.js";
+import { fuseRequest } from "./helpers/fuse-request.js";
 
-let unique = 1;
-function request(opcode: number, nodeid: number, body = Buffer.alloc(16)): Buffer {
-  const header = Buffer.alloc(40);
-  header.writeUInt32LE(40 + body.length, 0);
-  header.writeUInt32LE(opcode, 4);
-  header.writeBigUInt64LE(BigInt(unique++), 8);
-  header.writeBigUInt64LE(BigInt(nodeid), 16);
-  return Buffer.concat([header, body]);
-}
+const request = (opcode: number, nodeid: number, body = Buffer.alloc(16)) => fuseRequest(opcode, nodeid, body);
 /** fuse_release_in: fh, flags (the open flags), release_flags, lock_owner. */
 function release(nodeid: number, openFlags: number): Buffer {
   const body = Buffer.alloc(24);

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadNative, type MirrorHandle, type NativeAddon } from "../../src/fuse/raw/native.js";
 import { encodeNegativeEntryOut } from "../../src/fuse/raw/protocol.js";
+import { fuseRequest } from "./helpers/fuse-request.js";
 
 const addon = loadNative().addon;
 const LOOKUP = 1;
@@ -20,15 +21,7 @@ const MKDIR = 9;
 const RENAME = 12;
 const DIR = 7;
 
-let unique = 100;
-function request(opcode: number, nodeid: number, body: Buffer): Buffer {
-  const header = Buffer.alloc(40);
-  header.writeUInt32LE(40 + body.length, 0);
-  header.writeUInt32LE(opcode, 4);
-  header.writeBigUInt64LE(BigInt(unique++), 8);
-  header.writeBigUInt64LE(BigInt(nodeid), 16);
-  return Buffer.concat([header, body]);
-}
+const request = fuseRequest;
 const name = (n: string) => Buffer.from(n + "\0", "utf8");
 const lookup = (n: string, dir = DIR) => request(LOOKUP, dir, name(n));
 const create = (n: string) => request(CREATE, DIR, Buffer.concat([Buffer.alloc(16), name(n)]));
