@@ -91,18 +91,11 @@ export class RawTransport implements Transport {
     this.handler = handler;
     const { mirror, keptOpens } = handler.extras;
     const write = (buffers: Buffer[]) => this.write(buffers);
-    // The releases the addon acknowledged wait for a lull (deferred-releases.ts); their copies are not the reader's to recycle.
-    const releases = mirror && new DeferredReleases((request) => this.dispatch(handler, request, { inFlight: reader.inFlight, recycle: () => undefined }, write));
-    const onRequest = (request: Buffer) => {
-      if (releases && DeferredReleases.mayWait(request)) {
-        releases.keep(request);
-        return reader.recycle(request.buffer as ArrayBuffer);
-      }
-      releases?.before(request);
-      this.dispatch(handler, request, reader, write, releases && (() => releases.flush()));
-    };
+    let route: (request: Buffer) => boolean = () => false;
+    const onRequest = (request: Buffer) => void route(request);
     const afterRead = keptOpens && (() => handler.takeKeptOpens());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
+    route = this.router(handler, reader, write);
     this.readsOnLoop = addon !== undefined;
     this.reader = reader;
     this.ended = reader.ended;
@@ -130,11 +123,12 @@ export class RawTransport implements Transport {
       const reply = Buffer.concat(buffers);
       waiting.get(u64At(reply, 8))?.(reply);
     };
+    const route = this.router(handler, reader, write);
     return runWarmUp(
       (request) => {
         const header = decodeInHeader(request);
         const answered = new Promise<Buffer | undefined>((resolve) => waiting.set(header.unique, resolve));
-        if (!this.dispatch(handler, request, reader, write)) return Promise.resolve(undefined);
+        if (!route(request)) return Promise.resolve(undefined);
         return answered.finally(() => waiting.delete(header.unique));
       },
       dirs,
@@ -203,6 +197,25 @@ export class RawTransport implements Transport {
       await withTimeout(this.ended, 3000, "").catch(() => undefined);
     }
     await new Promise((resolve) => close(this.fd, resolve));
+  }
+
+  /**
+   * The way from a request read to its handling (the mount's and the warm-up's, so that the
+   * warm-up runs this code too): a writer's release waits for a lull (deferred-releases.ts),
+   * as a copy the reader does not recycle. Whether a reply is to be written.
+   */
+  private router(handler: RequestHandler, reader: Pick<DeviceReader, "inFlight" | "recycle">, write: (buffers: Buffer[]) => void): (request: Buffer) => boolean {
+    const releases =
+      handler.extras.mirror && new DeferredReleases((request) => this.dispatch(handler, request, { inFlight: reader.inFlight, recycle: () => undefined }, write));
+    return (request) => {
+      if (releases && DeferredReleases.mayWait(request)) {
+        releases.keep(request);
+        reader.recycle(request.buffer as ArrayBuffer);
+        return false;
+      }
+      releases?.before(request);
+      return this.dispatch(handler, request, reader, write, releases && (() => releases.flush()));
+    };
   }
 
   /** Runs a request; whether a reply is to be written (none for a FORGET, nor for a request the addon answered as it read it). */
