@@ -47,16 +47,6 @@ export const Fattr = {
 } as const;
 
 export const IN_HEADER_SIZE = 40;
-
-/** open(2)'s access mode bits, and the read-only one. */
-export const O_ACCMODE = 3;
-export const O_RDONLY = 0;
-
-/** The open flags of an OPEN (fuse_open_in's first field) or a RELEASE (fuse_release_in's second); 0 for others. */
-export function openFlagsOf(opcode: number, body: Buffer): number {
-  if (opcode === Op.OPEN) return body.readUInt32LE(0);
-  return opcode === Op.RELEASE ? body.readUInt32LE(8) : 0;
-}
 export const OUT_HEADER_SIZE = 16;
 export const ATTR_SIZE = 88;
 export const ENTRY_OUT_SIZE = 128;

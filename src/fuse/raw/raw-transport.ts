@@ -21,7 +21,6 @@ import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
 import { BufferPool } from "./buffer-pool.js";
-import { DeferredReleases } from "./deferred-releases.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
 import { RequestHandler, type Backings } from "./request-handler.js";
@@ -91,11 +90,9 @@ export class RawTransport implements Transport {
     this.handler = handler;
     const { mirror, keptOpens } = handler.extras;
     const write = (buffers: Buffer[]) => this.write(buffers);
-    let route: (request: Buffer) => boolean = () => false;
-    const onRequest = (request: Buffer) => void route(request);
+    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
     const afterRead = keptOpens && (() => handler.takeKeptOpens());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
-    route = this.router(handler, reader, write);
     this.readsOnLoop = addon !== undefined;
     this.reader = reader;
     this.ended = reader.ended;
@@ -123,12 +120,11 @@ export class RawTransport implements Transport {
       const reply = Buffer.concat(buffers);
       waiting.get(u64At(reply, 8))?.(reply);
     };
-    const route = this.router(handler, reader, write);
     return runWarmUp(
       (request) => {
         const header = decodeInHeader(request);
         const answered = new Promise<Buffer | undefined>((resolve) => waiting.set(header.unique, resolve));
-        if (!route(request)) return Promise.resolve(undefined);
+        if (!this.dispatch(handler, request, reader, write)) return Promise.resolve(undefined);
         return answered.finally(() => waiting.delete(header.unique));
       },
       dirs,
@@ -199,33 +195,8 @@ export class RawTransport implements Transport {
     await new Promise((resolve) => close(this.fd, resolve));
   }
 
-  /**
-   * The way from a request read to its handling (the mount's and the warm-up's, so that the
-   * warm-up runs this code too): a writer's release waits for a lull (deferred-releases.ts),
-   * as a copy the reader does not recycle. Whether a reply is to be written.
-   */
-  private router(handler: RequestHandler, reader: Pick<DeviceReader, "inFlight" | "recycle">, write: (buffers: Buffer[]) => void): (request: Buffer) => boolean {
-    const releases =
-      handler.extras.mirror && new DeferredReleases((request) => this.dispatch(handler, request, { inFlight: reader.inFlight, recycle: () => undefined }, write));
-    return (request) => {
-      if (releases && DeferredReleases.mayWait(request)) {
-        releases.keep(request);
-        reader.recycle(request.buffer as ArrayBuffer);
-        return false;
-      }
-      releases?.before(request);
-      return this.dispatch(handler, request, reader, write, releases && (() => releases.flush()));
-    };
-  }
-
   /** Runs a request; whether a reply is to be written (none for a FORGET, nor for a request the addon answered as it read it). */
-  private dispatch(
-    handler: RequestHandler,
-    request: Buffer,
-    reader: Pick<DeviceReader, "inFlight" | "recycle">,
-    write: (buffers: Buffer[]) => void,
-    afterAnswer?: () => void,
-  ): boolean {
+  private dispatch(handler: RequestHandler, request: Buffer, reader: Pick<DeviceReader, "inFlight" | "recycle">, write: (buffers: Buffer[]) => void): boolean {
     const header = decodeInHeader(request);
     const body = request.subarray(IN_HEADER_SIZE, header.len);
     const answer = handler.handle(header, body);
@@ -254,13 +225,11 @@ export class RawTransport implements Transport {
         this.pool.recycle(payload);
         done();
         handler.runAfterReply();
-        afterAnswer?.();
       },
       (err: unknown) => {
         reply(-errnoOf(err), []);
         done();
         handler.runAfterReply();
-        afterAnswer?.();
       },
     );
     return !acknowledged;

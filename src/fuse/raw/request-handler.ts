@@ -14,11 +14,13 @@ import { InodeTable } from "./inode-table.js";
 import {
   decodeInitIn, decodeNames, decodeSetattrIn, direntSize, encodeAttrOut, encodeEntryOut, encodeInitOut, encodeNegativeEntryOut, encodeNotifyInvalEntry, encodeNotifyInvalInode, EXPIRE_ONLY_MINOR, encodeOpenOut,
   encodeStatfs, encodeWriteOut, encodeXattrSize, ENTRY_OUT_SIZE, Fattr, FUSE_KERNEL_MINOR_VERSION, InitFlag, InitFlag2, MAX_STACK_DEPTH, OpenFlag, Op,
-  O_ACCMODE, O_RDONLY, openFlagsOf, RENAME_FLAG_NOREPLACE, u64At, writeDirent, writeEntryOut, type InHeader,
+  RENAME_FLAG_NOREPLACE, u64At, writeDirent, writeEntryOut, type InHeader,
 } from "./protocol.js";
 
 type Reply = Promise<Buffer[]>;
 
+const O_ACCMODE = 3;
+const O_RDONLY = 0;
 const S_IFDIR = 0o040000;
 const S_IFMT = 0o170000;
 /** libfuse's ino for a listed entry the kernel has not looked up. */
@@ -847,4 +849,10 @@ function sized(value: Buffer, size: number): Buffer[] {
   if (size === 0) return [encodeXattrSize(value.length)];
   if (value.length > size) throw new FsError("ERANGE", `${value.length} bytes do not fit in ${size}`);
   return [value];
+}
+
+/** The open flags of an OPEN (fuse_open_in's first field) or a RELEASE (fuse_release_in's second); 0 for others. */
+function openFlagsOf(opcode: number, body: Buffer): number {
+  if (opcode === Op.OPEN) return body.readUInt32LE(0);
+  return opcode === Op.RELEASE ? body.readUInt32LE(8) : 0;
 }
