@@ -86,6 +86,41 @@ describe("the warm-up's workload", () => {
     vfs = new Vfs(new FilesystemBackend({ rootDir: path.join(scratch, "not-a-dir"), virtualMode: true }), { attrTimeoutMs: 1000 });
     await expect(new RawTransport().warmUp(createKernelOps(vfs, { log: () => undefined }), options, ["/"])).rejects.toThrow(/warm-up request \d+ failed with errno \d+/);
   });
+
+  /**
+   * Mounted, each request first waits at a gate that the unmount closes (RawTransport's
+   * whenIdle, stood in for here). Closed at the round's last request (the BATCH_FORGET, which
+   * was sent without being awaited), its error was nobody's: an unhandled rejection, and the
+   * daemon exited 1 after `backendfs unmount` now and then.
+   */
+  it("a mounted warm-up stopped at its round's last request ends with the gate's error, none unhandled", async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const run = async (stopAt: number) => {
+        let calls = 0;
+        const transport = new RawTransport();
+        Object.assign(transport, {
+          whenIdle: () => async () => {
+            if (++calls >= stopAt) throw new Error("stopped");
+          },
+        });
+        const done = transport.warmUp(countedOps(new Map()), options, ["/fs/"], { rounds: 1, signal: new AbortController().signal });
+        const outcome = await done.then(() => "done", (err: Error) => err.message);
+        await vfs!.close();
+        vfs = undefined;
+        return { outcome, calls };
+      };
+      const whole = await run(Infinity);
+      expect(whole.outcome).toBe("done");
+      expect(await run(whole.calls)).toEqual({ outcome: "stopped", calls: whole.calls });
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+    expect(unhandled).toEqual([]);
+  });
 });
 
 describe.skipIf(!isRoot)("a mount with a warm-up", () => {

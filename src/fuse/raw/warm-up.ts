@@ -102,7 +102,7 @@ async function workload(kernel: ScriptedKernel, top: number, name: string): Prom
   await kernel.list(dir);
   for (const file of files) await kernel.unlink(dir, file.name);
   await kernel.rmdir(top, name);
-  kernel.forgetAll();
+  await kernel.forgetAll();
 }
 
 /** What the kernel would send, request by request; each awaited as a caller waits for it. */
@@ -223,8 +223,11 @@ class ScriptedKernel {
     await this.send(Op.RENAME, parent, Buffer.concat([u64(parent), names(from), names(to)]));
   }
 
-  /** The kernel forgets every node it looked up (BATCH_FORGET), as it does under memory pressure. */
-  forgetAll(): void {
+  /**
+   * The kernel forgets every node it looked up (BATCH_FORGET), as it does under memory
+   * pressure. Awaited like any request: a mounted warm-up's gate may end it right here.
+   */
+  async forgetAll(): Promise<void> {
     const forgets = [...this.lookups].filter(([node]) => node !== FUSE_ROOT_ID);
     const body = Buffer.alloc(8 + forgets.length * 16);
     body.writeUInt32LE(forgets.length, 0);
@@ -233,7 +236,7 @@ class ScriptedKernel {
       body.writeBigUInt64LE(BigInt(count), 16 + i * 16);
     });
     for (const [node] of forgets) this.lookups.delete(node);
-    void this.send(Op.BATCH_FORGET, 0, body);
+    await this.send(Op.BATCH_FORGET, 0, body);
   }
 
   private async entry(opcode: number, nodeid: number, body: Buffer): Promise<{ nodeid: number }> {
