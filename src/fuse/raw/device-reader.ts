@@ -42,7 +42,7 @@ export interface DeviceReader {
   ended: Promise<void>;
   /** [0]: requests read and not yet answered; the dispatcher keeps it (the polled reader spins only at 0). */
   inFlight: Int32Array;
-  /** performance.now() when the device last had a request (the addon's answers included). */
+  /** performance.now() when the device last had a request (the addon's answers included, once its spin ends). */
   readonly lastRequestAt: number;
   /** Hands a request's buffer back for reuse once nothing refers to it any more. */
   recycle(buffer: ArrayBuffer): void;

@@ -12,6 +12,7 @@
  */
 import { close, writev, writevSync } from "node:fs";
 import { promises as fs } from "node:fs";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
 import type { IdleWarmUp, KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
@@ -44,7 +45,6 @@ const QUIET_MS = 20;
 /** How often the idle warm-up asks whether the rest of the machine is idle too (spare-cpu.ts), and how long it waits when not. */
 const SPARE_CHECK_MS = 100;
 const log = (line: string) => process.stderr.write(`backendfs: ${line}\n`);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export class RawTransport implements Transport {
   private fd = -1;
@@ -144,7 +144,7 @@ export class RawTransport implements Transport {
     return async () => {
       // A turn of the event loop first: the scratch's calls may all settle as microtasks, and
       // the device's requests (and everything else) must get the loop between two of its requests.
-      await new Promise((resolve) => setImmediate(resolve));
+      await nextTurn();
       for (;;) {
         if (stop.aborted || !this.reader) throw new Error("stopped");
         const now = performance.now();
