@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Carries two fuse-native 2.2.6 fixes: the utimens fix (scripts/patches/fuse-native-utimens.patch)
-# and the caller's identity (scripts/patches/fuse-native-caller.patch: who creates a file on a disk
-# route owns it). Patches node_modules/fuse-native/fuse-native.c and rebuilds the addon into build/Release, which
+# Carries three fuse-native 2.2.6 fixes: the utimens fix (scripts/patches/fuse-native-utimens.patch),
+# the caller's identity (scripts/patches/fuse-native-caller.patch: who creates a file on a disk
+# route owns it) and libfuse's threads started with signals blocked
+# (scripts/patches/fuse-native-signals.patch: a SIGCHLD at unmount could hang the process). Patches node_modules/fuse-native/fuse-native.c and rebuilds the addon into build/Release, which
 # node-gyp-build loads in preference to the prebuild. The headers and link library come bundled
 # with fuse-shared-library, so the build needs only make, g++ and python3 (no libfuse-dev).
 #
@@ -16,12 +17,14 @@ pkg=node_modules/fuse-native
 patch_file=scripts/patches/fuse-native-utimens.patch
 caller_patch=scripts/patches/fuse-native-caller.patch
 caller_marker='NAPI_EXPORT_FUNCTION(fuse_native_caller)'
+signals_patch=scripts/patches/fuse-native-signals.patch
+signals_marker='pthread_sigmask(SIG_BLOCK, &all, &before);'
 marker=$pkg/.backendfs-utimens.sha256
 addon=$pkg/build/Release/fuse.node
 buggy='FUSE_UINT64_TO_INTS_ARGV(l->atime, 5)'
 fixed='FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)'
 
-warn() { echo "setup: WARNING: $*; fuse-native stays unpatched (mounts work, but touch -d, cp -p, tar -x and rsync -t set mtime = atime, and files other users create on a disk route belong to the daemon)" >&2; }
+warn() { echo "setup: WARNING: $*; fuse-native stays unpatched (mounts work, but touch -d, cp -p, tar -x and rsync -t set mtime = atime, files other users create on a disk route belong to the daemon, and a child's exit during an unmount can hang the daemon)" >&2; }
 
 # Prints the .node file that require('fuse-native') actually maps into the process.
 loaded_addon() {
@@ -40,7 +43,7 @@ fall_back() {
 }
 
 [ -f "$pkg/fuse-native.c" ] || { echo "setup: fuse-native is not installed; skipping the utimens fix" >&2; exit 0; }
-if [ -f "$marker" ] && sha256sum --status -c "$marker" 2>/dev/null && grep -qF "$caller_marker" "$pkg/fuse-native.c"; then exit 0; fi
+if [ -f "$marker" ] && sha256sum --status -c "$marker" 2>/dev/null && grep -qF "$caller_marker" "$pkg/fuse-native.c" && grep -qF "$signals_marker" "$pkg/fuse-native.c"; then exit 0; fi
 
 if grep -qF "$buggy" "$pkg/fuse-native.c"; then
   if ! command -v patch >/dev/null; then warn "'patch' is not installed"; exit 0; fi
@@ -49,7 +52,11 @@ fi
 if ! grep -qF "$caller_marker" "$pkg/fuse-native.c"; then
   if ! patch -p1 --forward --quiet -d "$pkg" <"$caller_patch" >/dev/null; then warn "$caller_patch does not apply"; exit 0; fi
 fi
-if grep -qF "$buggy" "$pkg/fuse-native.c" || ! grep -qF "$fixed" "$pkg/fuse-native.c" || ! grep -qF "$caller_marker" "$pkg/fuse-native.c"; then
+if ! grep -qF "$signals_marker" "$pkg/fuse-native.c"; then
+  if ! patch -p1 --forward --quiet -d "$pkg" <"$signals_patch" >/dev/null; then warn "$signals_patch does not apply"; exit 0; fi
+fi
+if grep -qF "$buggy" "$pkg/fuse-native.c" || ! grep -qF "$fixed" "$pkg/fuse-native.c" || ! grep -qF "$caller_marker" "$pkg/fuse-native.c" ||
+  ! grep -qF "$signals_marker" "$pkg/fuse-native.c"; then
   warn "$pkg/fuse-native.c is not the expected 2.2.6 source after patching"
   exit 0
 fi
@@ -65,7 +72,7 @@ gyp_args=(rebuild)
 node_prefix="$(dirname "$(dirname "$(realpath "$(command -v node)")")")"
 [ -f "$node_prefix/include/node/common.gypi" ] && gyp_args+=("--nodedir=$node_prefix")
 
-echo "setup: rebuilding fuse-native with the utimens and caller fixes" >&2
+echo "setup: rebuilding fuse-native with the utimens, caller and signal-mask fixes" >&2
 log=$(mktemp)
 started=$(date +%s)
 if ! (cd "$pkg" && node "$node_gyp" "${gyp_args[@]}") >"$log" 2>&1 || [ ! -f "$addon" ]; then
@@ -86,4 +93,4 @@ if [ "$actual" != "$expected" ]; then
   exit 0
 fi
 sha256sum "$pkg/fuse-native.c" "$addon" >"$marker"
-echo "setup: fuse-native rebuilt with the utimens and caller fixes in $(($(date +%s) - started)) s" >&2
+echo "setup: fuse-native rebuilt with the utimens, caller and signal-mask fixes in $(($(date +%s) - started)) s" >&2
