@@ -19,6 +19,7 @@ import { configIdentity, registerMount } from "../../sandbox/mount-registry.js";
 import { leftByDeadProcess, runtimeDir } from "../../sandbox/runtime-dir.js";
 import { SANDBOX_MOUNT_POINTS } from "../../sandbox/system-paths.js";
 import { lowerHelperThreads } from "../helper-threads.js";
+import { tierUpSooner } from "../jit-tiering.js";
 import { reportError } from "../run.js";
 
 interface MountArgs {
@@ -72,6 +73,8 @@ export const mountCommand: CommandModule<object, MountArgs> = {
     let config: LoadedConfig | undefined;
     let unregister: (() => Promise<void>) | undefined;
     let scratch: WarmUpScratch | undefined;
+    const budget = tierUpSooner();
+    if (typeof budget === "string") log(budget);
     try {
       config = await loadConfig(argv);
       scratch = await warmUpScratch(argv, config);
