@@ -13,8 +13,8 @@
  * a timer each (lru-cache's ttlAutopurge armed and cleared one for every file a build read
  * or wrote): a file is kept up to that much longer.
  */
-import { LRUCache } from "lru-cache";
-import type { HostFile } from "../protocol/index.js";
+import type { LRUCache } from "lru-cache";
+import { boundedLru, type HostFile } from "../protocol/index.js";
 
 const SWEEPS_PER_KEEP = 4;
 
@@ -40,10 +40,8 @@ export class IdleHosts {
     private readonly keepMs: number,
     private readonly close: (host: HostFile) => void,
   ) {
-    this.idle = new LRUCache<string, Idle>({
-      max: Math.max(1, max),
+    this.idle = boundedLru<string, Idle>(Math.max(1, max), {
       ttl: keepMs,
-      ttlResolution: 0,
       // Withdrawn at once, before it closes: the transport never answers an open with a file let go.
       dispose: (idle, _path, reason) => {
         idle.announced?.letGo();

@@ -41,4 +41,50 @@ describe("boundedLru", () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(lru.get("a")).toBeUndefined();
   });
+
+  it("deletes its last entry as any other: once disposed as deleted, the cache empty and usable, after a burst too", () => {
+    const disposed: Array<[unknown, string, string]> = [];
+    const lru = boundedLru<string, { n: number }>(10_000, { dispose: (value, key, reason) => void disposed.push([value, key, reason]) });
+    for (let i = 0; i < 5000; i++) lru.set(`k${i}`, { n: i });
+    for (let i = 0; i < 4999; i++) lru.delete(`k${i}`);
+    disposed.length = 0;
+    expect(lru.delete("k4999")).toBe(true);
+    expect(disposed).toEqual([[{ n: 4999 }, "k4999", "delete"]]);
+    expect(lru.size).toBe(0);
+    expect(lru.calculatedSize).toBe(0);
+    expect([...lru.keys()]).toEqual([]);
+    expect(lru.delete("k4999")).toBe(false);
+    // Filled again: least recently used first out, nothing of the placeholder anywhere.
+    const small = boundedLru<string, number>(2);
+    small.set("only", 0);
+    small.delete("only");
+    small.set("a", 1);
+    small.set("b", 2);
+    small.get("a");
+    small.set("c", 3);
+    expect([...small.keys()].sort()).toEqual(["a", "c"]);
+    disposed.length = 0;
+    for (let i = 0; i < 3; i++) {
+      lru.set("x", { n: i });
+      lru.delete("x");
+    }
+    lru.set("y", { n: 7 });
+    expect(lru.get("y")).toEqual({ n: 7 });
+    expect(disposed.map(([, key, reason]) => `${key} ${reason}`)).toEqual(["x delete", "x delete", "x delete"]);
+  });
+
+  it("deletes a last entry that fills the whole bound, and one that has expired", async () => {
+    const reasons: string[] = [];
+    const full = boundedLru<string, string[]>(4, { weight: (names) => names.length, dispose: (_v, key, reason) => void reasons.push(`${key} ${reason}`) });
+    full.set("/dir", ["a", "b", "c", "d"]);
+    expect(full.delete("/dir")).toBe(true);
+    expect(full.size).toBe(0);
+    const expiring = boundedLru<string, number>(10, { ttl: 5, dispose: (_v, key, reason) => void reasons.push(`${key} ${reason}`) });
+    expiring.set("old", 1);
+    await new Promise((r) => setTimeout(r, 20));
+    expiring.delete("old");
+    expect(expiring.size).toBe(0);
+    expect(reasons).toEqual(["/dir delete", "old delete"]);
+  });
 });
+
