@@ -15,7 +15,7 @@ import { rawTransportRefusal } from "./raw/dev-fuse.js";
 import { RawTransport } from "./raw/raw-transport.js";
 import { connectionOf, isMountPoint } from "./mount-table.js";
 import { startUnmountGuard } from "./unmount-guard.js";
-import type { IdleWarmUp, Transport, TransportOptions, WarmUpSeed } from "./transport.js";
+import type { IdleWarmUp, Transport, TransportOptions } from "./transport.js";
 
 /** The kernel bridges `backendfs mount --transport` offers. */
 export type TransportName = "fuse-native" | "raw";
@@ -51,8 +51,6 @@ export interface MountOptions {
   warmUp?: {
     backend: ConstructorParameters<typeof Vfs>[0];
     dirs: string[];
-    /** Of `dirs`, the disk routes: there it also walks files it writes behind the vfs's back (WarmUpSeed). */
-    found?: string[];
     /** What it does once mounted. */
     idle?: IdleWarmUp;
   };
@@ -140,18 +138,8 @@ interface WarmUpRun {
  */
 async function warmUp({ run, scratch, vfsOptions, transportOptions, log, verbose }: WarmUpRun, idle?: IdleWarmUp & { signal: AbortSignal }): Promise<boolean> {
   const vfs = new Vfs(scratch.backend, { ...vfsOptions, log: () => undefined });
-  const backend = scratch.backend;
-  const seed: WarmUpSeed | undefined = scratch.found?.length
-    ? {
-        dirs: scratch.found,
-        async write(file, content) {
-          const result = await backend.write(file, content);
-          if (result.error) throw new Error(`warm-up seed ${file}: ${result.error}`);
-        },
-      }
-    : undefined;
   try {
-    const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs, idle, seed);
+    const { requests, passthroughCreates, ms } = await run(createKernelOps(vfs, { log: () => undefined }), transportOptions, scratch.dirs, idle);
     if (verbose && requests > 0) log(`${idle ? "warmed up while idle" : "warmed up"}: ${requests} requests (${passthroughCreates} files written in place) in ${Math.round(ms)} ms`);
     return true;
   } catch (err) {

@@ -133,25 +133,12 @@ export interface Transport {
    * once mounted with it, more rounds, each request waiting until the mount has been quiet
    * a while and the machine idle, until they are done or `signal` is aborted (then it
    * rejects). Transports whose request path is not ours (libfuse's) have none.
-   *
-   * With `seed`, each round also walks files written behind the vfs's back (WarmUpSeed).
    */
-  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }, seed?: WarmUpSeed): Promise<WarmUpResult>;
+  warmUp?(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }): Promise<WarmUpResult>;
   /** Once mounted: the kernel's requests are read and answered on the event loop's thread, no other thread of the process on their path. */
   readonly readsOnLoop?: boolean;
   /** Once mounted: the fuse connection id, where the transport has read it (mount-table.ts connectionOf). */
   readonly connection?: number;
-}
-
-/**
- * Files the warm-up finds as a mount finds a disk's: in each of `dirs` (its disk routes),
- * a small tree written by `write` to the scratch backend itself, never through the vfs, then
- * looked up, listed, opened and removed through the request path (a cold `grep -r` right
- * after mounting runs what that path has been compiled to).
- */
-export interface WarmUpSeed {
-  dirs: string[];
-  write(path: string, content: string): Promise<void>;
 }
 
 /** The warm-up a mounted transport goes on with while it is quiet. */

@@ -80,30 +80,6 @@ describe("the warm-up's workload", () => {
     expect((left.files ?? []).filter((f) => !f.path.startsWith("/fs"))).toEqual([]);
   });
 
-  it("on a disk route, also finds files written behind the vfs's back: looks them up, lists, opens and removes them", async () => {
-    const without = await new RawTransport().warmUp(countedOps(new Map()), options, ["/", "/fs/"]);
-    await vfs!.close();
-    const written: string[] = [];
-    const seed = {
-      dirs: ["/fs/"],
-      async write(file: string, content: string) {
-        written.push(file);
-        const result = await config!.backend.write(file, content);
-        if (result.error) throw new Error(result.error);
-      },
-    };
-    const calls = new Map<string, number>();
-    const { requests } = await new RawTransport().warmUp(countedOps(calls), options, ["/", "/fs/"], undefined, seed);
-    // 8 rounds, each a tree of 2 directories of 8 files, on the disk route only.
-    expect(written).toHaveLength(8 * 16);
-    expect(written.every((file) => /^\/fs\/\.warm-up-found-[0-7]\/d[01]\/f[0-7]\.txt$/.test(file))).toBe(true);
-    // Each file opened, released and unlinked; each directory listed and removed.
-    expect(requests - without.requests).toBeGreaterThanOrEqual(8 * (16 * 3 + 3 * 4));
-    await vfs!.close();
-    vfs = undefined;
-    expect(await readdir(path.join(scratch, "fs"))).toEqual([]);
-  });
-
   it("ends with the failing request's errno where a route refuses what it asks", async () => {
     // A disk route whose root is a file: its mkdir fails (ENOTDIR), as no warm-up expects.
     await writeFile(path.join(scratch, "not-a-dir"), "x");

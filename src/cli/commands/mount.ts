@@ -97,7 +97,7 @@ export const mountCommand: CommandModule<object, MountArgs> = {
           // `backendfs exec` of the same config runs in this mount (src/sandbox).
           mountPoints: SANDBOX_MOUNT_POINTS,
         },
-        ...(scratch && { warmUp: { backend: scratch.backend as never, dirs: scratch.dirs, found: scratch.found } }),
+        ...(scratch && { warmUp: { backend: scratch.backend as never, dirs: scratch.dirs } }),
       });
       // The scratch serves the warm-up the mount goes on with while it is quiet. Removing it
       // is best effort (the next mount removes what a dead daemon left): never the exit's error.
@@ -162,8 +162,6 @@ export const mountCommand: CommandModule<object, MountArgs> = {
 interface WarmUpScratch {
   backend: object;
   dirs: string[];
-  /** Of `dirs`, the disk route, where the mount has disk routes (MountOptions.warmUp.found). */
-  found: string[];
   dispose(): Promise<void>;
 }
 
@@ -199,7 +197,7 @@ async function warmUpScratch(argv: MountArgs, mounted: LoadedConfig): Promise<Wa
     await fs.mkdir(path.join(dir, "fs"));
     if (argv.root) {
       loaded = await rootBackend(path.join(dir, "fs"));
-      return { backend: loaded.backend, dirs: ["/"], found: ["/"], dispose };
+      return { backend: loaded.backend, dirs: ["/"], dispose };
     }
     const config = path.join(dir, "mount.yaml");
     await fs.writeFile(
@@ -212,8 +210,7 @@ async function warmUpScratch(argv: MountArgs, mounted: LoadedConfig): Promise<Wa
       ].join("\n"),
     );
     loaded = await loadConfig({ config });
-    const hasDiskRoute = (mounted.routes ?? []).some((route) => route.type === "filesystem");
-    return { backend: loaded.backend, dirs: ["/", "/fs/"], found: hasDiskRoute ? ["/fs/"] : [], dispose };
+    return { backend: loaded.backend, dirs: ["/", "/fs/"], dispose };
   } catch {
     await dispose();
     return undefined;

@@ -15,7 +15,7 @@ import { promises as fs } from "node:fs";
 import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import { errnoOf, FsError } from "../../vfs/index.js";
 import { deadline } from "../../vfs/timeout.js";
-import type { IdleWarmUp, KernelOps, Transport, TransportOptions, WarmUpResult, WarmUpSeed } from "../transport.js";
+import type { IdleWarmUp, KernelOps, Transport, TransportOptions, WarmUpResult } from "../transport.js";
 import { connectionOf } from "../mount-table.js";
 import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRefusal } from "./dev-fuse.js";
 import { AttrMirror } from "./attr-mirror.js";
@@ -107,7 +107,7 @@ export class RawTransport implements Transport {
    * IDLE_WARM_UP_ROUNDS unless told, each request once the device has been quiet for QUIET_MS
    * and the rest of the machine idle (checked every SPARE_CHECK_MS).
    */
-  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }, seed?: WarmUpSeed): Promise<WarmUpResult> {
+  async warmUp(ops: KernelOps, options: TransportOptions, dirs: string[], idle?: IdleWarmUp & { signal: AbortSignal }): Promise<WarmUpResult> {
     const rounds = idle ? idle.rounds ?? IDLE_WARM_UP_ROUNDS : WARM_UP_ROUNDS;
     if (rounds <= 0) return { requests: 0, passthroughCreates: 0, ms: 0 };
     const { addon } = loadNative();
@@ -130,7 +130,6 @@ export class RawTransport implements Transport {
       dirs,
       rounds,
       idle && this.whenIdle(idle.signal, idle.otherLoad),
-      seed,
     );
   }
 

@@ -18,17 +18,11 @@
  * mounted the transport runs more rounds while the mount and the machine are idle (`before`
  * gates each request): 48 rounds in all take the first pass to what the second takes, but would keep
  * the mount from being ready for seconds.
- *
- * Files the mount made are what the vfs knows best; a cold `grep -r` after a remount finds
- * files it never saw (names looked up and listed from the disk, opens with no file kept from
- * an earlier close). So on a disk route each round also walks a small tree written behind the
- * vfs's back (Transport.warmUp's `seed`), as grep does, and removes it: a fresh daemon's cold
- * `grep -r` of 2,000 files, 10 daemons each, median 507 -> 470 ms, the mount ready as soon.
  */
 import {
   DIRENT_SIZE, direntSize, ENTRY_OUT_SIZE, FUSE_KERNEL_MINOR_VERSION, FUSE_ROOT_ID, Fattr, InitFlag, InitFlag2, IN_HEADER_SIZE, OpenFlag, Op, OUT_HEADER_SIZE, u64At,
 } from "./protocol.js";
-import type { WarmUpResult, WarmUpSeed } from "../transport.js";
+import type { WarmUpResult } from "../transport.js";
 import { WANTED_FLAGS } from "./request-handler.js";
 
 /**
@@ -45,8 +39,6 @@ const S_IFREG = 0o100000;
 const S_IFDIR = 0o040000;
 const EPERM = 1;
 const ENOENT = 2;
-/** A dirent's type of a directory (DT_DIR). */
-const DT_DIR = 4;
 
 /**
  * Runs `rounds` of the workload in each of `dirs` (absolute paths of the scratch backend,
@@ -55,62 +47,14 @@ const DT_DIR = 4;
  * awaited before each request (a mounted transport waits there for a quiet moment); its
  * rejection ends the warm-up with it.
  */
-export async function warmUp(deliver: Deliver, dirs: string[], rounds: number, before?: () => Promise<void>, seed?: WarmUpSeed): Promise<WarmUpResult> {
+export async function warmUp(deliver: Deliver, dirs: string[], rounds: number, before?: () => Promise<void>): Promise<WarmUpResult> {
   const started = performance.now();
   const kernel = new ScriptedKernel(before ? async (request) => (await before(), deliver(request)) : deliver);
-  const found = (round: number) => `.warm-up-found-${round}`;
-  // Every round's tree before the vfs lists anything: one seeded later would be a name its
-  // listings do not have yet (a disk route's change feed reports it a moment later).
-  const seeded = dirs.filter((dir) => seed?.dirs.includes(dir));
-  for (let round = 0; seed && round < rounds; round++) {
-    for (const dir of seeded) {
-      // Written as the warm-up's requests are sent: once mounted, when the machine is idle.
-      await before?.();
-      await seedTree(seed, `${dir.endsWith("/") ? dir : `${dir}/`}${found(round)}`);
-    }
-  }
   await kernel.init();
   for (let round = 0; round < rounds; round++) {
-    for (const dir of dirs) {
-      await workload(kernel, await kernel.walk(dir), `.warm-up-${round}`);
-      // Walked again: the workload ends with the kernel forgetting every node it looked up.
-      if (seeded.includes(dir)) await walkFound(kernel, await kernel.walk(dir), found(round));
-    }
+    for (const dir of dirs) await workload(kernel, await kernel.walk(dir), `.warm-up-${round}`);
   }
   return { requests: kernel.requests, passthroughCreates: kernel.passthroughCreates, ms: performance.now() - started };
-}
-
-/** Directories and files per directory of a round's seeded tree. */
-const FOUND_DIRS = 2;
-const FOUND_FILES = 8;
-
-/** A small tree written behind the vfs's back (Transport.warmUp's `seed`). */
-async function seedTree(seed: WarmUpSeed, root: string): Promise<void> {
-  const content = "warm-up text found on the disk\n".repeat(8);
-  for (let d = 0; d < FOUND_DIRS; d++) {
-    for (let f = 0; f < FOUND_FILES; f++) await seed.write(`${root}/d${d}/f${f}.txt`, content);
-  }
-}
-
-/**
- * What a cold `grep -r` sends for a tree the mount has never seen, then its removal (`rm -r`):
- * names looked up and listed from the backend, files opened that no earlier close kept.
- */
-async function walkFound(kernel: ScriptedKernel, top: number, name: string): Promise<void> {
-  const root = (await kernel.entryOf(top, name)).nodeid;
-  const dirs = (await kernel.list(root)).filter((entry) => entry.isDir);
-  for (const dir of dirs) {
-    const files = (await kernel.list(dir.nodeid)).filter((entry) => !entry.isDir);
-    for (const file of files) {
-      const open = await kernel.open(file.nodeid, 0);
-      if (!open.passthrough) await kernel.read(file.nodeid, open.fh, 65536);
-      await kernel.release(file.nodeid, open.fh, 0);
-    }
-    for (const file of files) await kernel.unlink(dir.nodeid, file.name);
-    await kernel.rmdir(root, dir.name);
-  }
-  await kernel.rmdir(top, name);
-  await kernel.forgetAll();
 }
 
 /** One round in directory node `top`: what a build, `cp -r`, `tar x`, `grep -r` and `git add` send. */
@@ -246,34 +190,21 @@ class ScriptedKernel {
     await this.send(Op.SETATTR, nodeid, body);
   }
 
-  /** opendir, the listing and its end, releasedir: what `ls`, `grep -r` and git's scans send. The names listed, "." and ".." aside. */
-  async list(nodeid: number): Promise<Array<{ name: string; nodeid: number; isDir: boolean }>> {
+  /** opendir, the listing and its end, releasedir: what `ls`, `grep -r` and git's scans send. */
+  async list(nodeid: number): Promise<void> {
     const fh = u64At(await this.send(Op.OPENDIR, nodeid, u32s(0, 0)), 0);
     const first = await this.send(Op.READDIRPLUS, nodeid, readIn(fh, 0, 65536));
     // Each entry (an entry_out, then the dirent: ino, off, namelen, type, name) is a lookup the
     // kernel now holds; the last one's offset is where the next READDIRPLUS starts.
-    const listed: Array<{ name: string; nodeid: number; isDir: boolean }> = [];
     let next = 0;
     for (let at = 0; at + ENTRY_OUT_SIZE + DIRENT_SIZE <= first.length; ) {
       const node = u64At(first, at);
-      const dirent = at + ENTRY_OUT_SIZE;
-      const nameLength = first.readUInt32LE(dirent + 16);
-      const name = first.toString("utf8", dirent + DIRENT_SIZE, dirent + DIRENT_SIZE + nameLength);
-      if (node !== 0) {
-        this.counted(node);
-        if (name !== "." && name !== "..") listed.push({ name, nodeid: node, isDir: first.readUInt32LE(dirent + 20) === DT_DIR });
-      }
-      next = u64At(first, dirent + 8);
-      at += ENTRY_OUT_SIZE + direntSize(nameLength);
+      if (node !== 0) this.counted(node);
+      next = u64At(first, at + ENTRY_OUT_SIZE + 8);
+      at += ENTRY_OUT_SIZE + direntSize(first.readUInt32LE(at + ENTRY_OUT_SIZE + 16));
     }
     await this.send(Op.READDIRPLUS, nodeid, readIn(fh, next, 65536));
     await this.send(Op.RELEASEDIR, nodeid, handleIn(fh, 0));
-    return listed;
-  }
-
-  /** A lookup of a name that exists. */
-  entryOf(parent: number, name: string): Promise<{ nodeid: number }> {
-    return this.entry(Op.LOOKUP, parent, names(name));
   }
 
   link(nodeid: number, parent: number, name: string): Promise<{ nodeid: number }> {
