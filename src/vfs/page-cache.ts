@@ -2,7 +2,8 @@
  * File contents by path, valid for one version token: a changed file (new token) misses.
  * Bounded in bytes; least recently used contents go first.
  */
-import { LRUCache } from "lru-cache";
+import type { LRUCache } from "lru-cache";
+import { boundedLru } from "../protocol/index.js";
 
 interface Page {
   version: string;
@@ -13,11 +14,10 @@ export class PageCache {
   private readonly lru: LRUCache<string, Page>;
 
   constructor(maxBytes: number) {
-    this.lru = new LRUCache<string, Page>({
-      maxSize: Math.max(1, maxBytes),
-      // An empty file still takes an entry's worth of bookkeeping.
-      sizeCalculation: (page) => Math.max(1, page.bytes.byteLength),
-    });
+    // Each byte counts as one of boundedLru's entries (an empty file as one): its delete of the
+    // last page does not refill every slot the cache has held, which after a burst of reads
+    // every drop to empty paid (an unlink's, a rename's).
+    this.lru = boundedLru<string, Page>(Math.max(1, maxBytes), { weight: (page) => page.bytes.byteLength });
   }
 
   get(path: string, version: string): Uint8Array | undefined {
