@@ -3,17 +3,14 @@
  * (--allow-natives-syntax) after how many calls a function is queued for optimization.
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import ts from "typescript";
+import { writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-
-const SOURCE = join(import.meta.dirname, "../../src/cli/jit-tiering.ts");
+import { buildCli, type BuiltCli } from "./helpers/build-cli.js";
 
 /** Calls a small function until V8 queues it for optimization (or 5,000 calls); prints what tierUpSooner returned and the calls. */
 const PROBE = `
-import { tierUpSooner } from "./jit-tiering.mjs";
+import { tierUpSooner } from "./jit-tiering.js";
 const result = process.argv[2] === "apply" ? tierUpSooner() : null;
 function work(a) { let s = 0; for (let i = 0; i < 8; i++) s += (a * i) ^ (s >>> 1); return s; }
 const OPTIMIZED_OR_QUEUED = 16 | 256 | 512 | 1024;
@@ -22,18 +19,17 @@ for (; calls < 5000; calls++) { work(calls); if ((%GetOptimizationStatus(work) &
 console.log(JSON.stringify({ result, calls }));
 `;
 
+let cli: BuiltCli;
 let dir: string;
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "backendfs-jit-"));
-  const { outputText } = ts.transpileModule(readFileSync(SOURCE, "utf8"), {
-    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-  });
-  writeFileSync(join(dir, "jit-tiering.mjs"), outputText);
+  cli = buildCli();
+  // Beside the built src/cli/jit-tiering.js.
+  dir = dirname(cli.main);
   writeFileSync(join(dir, "probe.mjs"), PROBE);
 });
 
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => cli.cleanup());
 
 function probe(apply: boolean, budget?: string): { result: number | string | null; calls: number } {
   const env = { ...process.env };
