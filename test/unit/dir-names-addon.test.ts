@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { loadNative, type MirrorHandle, type NativeAddon } from "../../src/fuse/raw/native.js";
 import { encodeNegativeEntryOut } from "../../src/fuse/raw/protocol.js";
-import { fuseRequest } from "./helpers/fuse-request.js";
+import { fuseRequest as request } from "./helpers/fuse-request.js";
 
 const addon = loadNative().addon;
 const LOOKUP = 1;
@@ -21,7 +21,6 @@ const MKDIR = 9;
 const RENAME = 12;
 const DIR = 7;
 
-const request = fuseRequest;
 const name = (n: string) => Buffer.from(n + "\0", "utf8");
 const lookup = (n: string, dir = DIR) => request(LOOKUP, dir, name(n));
 const create = (n: string) => request(CREATE, DIR, Buffer.concat([Buffer.alloc(16), name(n)]));
