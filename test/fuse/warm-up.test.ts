@@ -179,7 +179,10 @@ while time.time() < end:
     await new Promise((resolve) => setTimeout(resolve, 300));
     const busyFrom = scratchDisk.mkdirs;
     await new Promise((resolve) => setTimeout(resolve, 900));
-    expect(scratchDisk.mkdirs).toBe(busyFrom);
+    // Unchecked, it makes a round every few tens of milliseconds (30 or so in this time);
+    // checked, a few still slip through on a 2-vCPU VM where the busy loop itself stalls for
+    // the gate's 20 ms now and then (seen: up to 3, at 1ba32ac too).
+    expect(scratchDisk.mkdirs).toBeLessThanOrEqual(busyFrom + 5);
     expect((await busy).code).toBe(0);
     // Quiet again: it goes on (a round in "/" takes tens of milliseconds).
     await expect.poll(() => scratchDisk.mkdirs, { timeout: 5_000 }).toBeGreaterThan(busyFrom + 1);
