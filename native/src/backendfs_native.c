@@ -10,8 +10,9 @@
  *    binding of it (fs.watch gives neither the watch of each directory nor overflows).
  *  - answer a GETATTR without entering JavaScript, from the replies the vfs published
  *    (attr_mirror.c): read, answer, read the next, until a request needs the vfs; the OPEN
- *    of a file the vfs keeps for its next reader (kept_opens.c); and the LOOKUP of a name
- *    that a directory the vfs listed does not hold (dir_names.c).
+ *    of a file the vfs keeps for its next reader (kept_opens.c); the LOOKUP of a name
+ *    that a directory the vfs listed does not hold (dir_names.c); and the CREATE of such a
+ *    name where the vfs granted it (made_files.c).
  *
  * Everything is synchronous and runs on the loop's thread; no semantics live here.
  */
@@ -33,17 +34,8 @@
 #include "attr_mirror.h"
 #include "dir_names.h"
 #include "kept_opens.h"
+#include "made_files.h"
 #include "wire.h"
-
-/* linux/fuse.h (7.40+), spelled out so that the build needs no kernel headers of that age. */
-struct backing_map {
-  int32_t fd;
-  uint32_t flags;
-  uint64_t padding;
-};
-#define DEV_IOC_MAGIC 229
-#define DEV_IOC_BACKING_OPEN _IOW(DEV_IOC_MAGIC, 1, struct backing_map)
-#define DEV_IOC_BACKING_CLOSE _IOW(DEV_IOC_MAGIC, 2, uint32_t)
 
 #define CHECK(env, call)                                        \
   do {                                                          \
@@ -86,11 +78,12 @@ static int32_t int_arg(napi_env env, napi_value value) {
 /* Directories whose names are held at most (dir_names.c). */
 #define NAMES_DIRS 256
 
-/* A mirror, its kept opens and directory names, and a reference to the typed array they write into, which must live as long. */
+/* A mirror, its kept opens, directory names and made files, and a reference to the typed array they write into, which must live as long. */
 typedef struct {
   attr_mirror *mirror;
   kept_opens *kept;
   dir_names *names;
+  made_files *made;
   napi_ref shared;
 } mirror_handle;
 
@@ -115,6 +108,11 @@ static kept_opens *kept_arg(napi_env env, napi_value value) {
 static dir_names *names_arg(napi_env env, napi_value value) {
   mirror_handle *handle = handle_arg(env, value);
   return handle ? handle->names : NULL;
+}
+
+static made_files *made_arg(napi_env env, napi_value value) {
+  mirror_handle *handle = handle_arg(env, value);
+  return handle ? handle->made : NULL;
 }
 
 /*
@@ -151,6 +149,13 @@ static int32_t read_request(int fd, uint8_t *data, size_t length, mirror_handle 
     if (n < 0) return -errno;
     if (!handle) return (int32_t)n;
     mirror_arrived(handle->mirror, data, (size_t)n);
+    if (handle->made && made_answer(handle->made, handle->names, fd, data, (size_t)n)) {
+      /* Its name is held from now on, and it is answered: nothing pending. */
+      names_arrived(handle->names, data, (size_t)n);
+      names_settled(handle->names, u32_at(data + 4));
+      if (++*answered == most) return -EAGAIN;
+      continue;
+    }
     if (handle->names) names_arrived(handle->names, data, (size_t)n);
     if (!mirror_answer(handle->mirror, fd, data, (size_t)n) && !(handle->kept && kept_answer(handle->kept, fd, data, (size_t)n)) &&
         !(handle->names && names_answer(handle->names, fd, data, (size_t)n))) {
@@ -188,13 +193,15 @@ static void mirror_finalize(napi_env env, void *data, void *hint) {
   mirror_free(handle->mirror);
   kept_free(handle->kept);
   names_free(handle->names);
+  made_free(handle->made);
   free(handle);
 }
 
 /*
  * createMirror(shared: Int32Array(1+), slots) -> mirror (freed with its last JS reference);
  * with two elements or more, kept opens too (shared[1]: their answers not yet taken); with
- * three, directory names too (shared[2]: their epoch).
+ * three, directory names too (shared[2]: their epoch); with four, made files too (shared[3]:
+ * those answered and not yet taken).
  */
 static napi_value create_mirror(napi_env env, napi_callback_info info) {
   ARGS(2);
@@ -209,10 +216,12 @@ static napi_value create_mirror(napi_env env, napi_callback_info info) {
   if (handle) handle->mirror = mirror_new((uint32_t)int_arg(env, argv[1]), shared);
   if (handle && handle->mirror && count >= 2) handle->kept = kept_new((uint32_t)int_arg(env, argv[1]), (int32_t *)shared + 1);
   if (handle && handle->mirror && count >= 3) handle->names = names_new(NAMES_DIRS, (int32_t *)shared + 2);
-  if (!handle || !handle->mirror || (count >= 2 && !handle->kept) || (count >= 3 && !handle->names)) {
+  if (handle && handle->names && count >= 4) handle->made = made_new((int32_t *)shared + 3);
+  if (!handle || !handle->mirror || (count >= 2 && !handle->kept) || (count >= 3 && !handle->names) || (count >= 4 && !handle->made)) {
     if (handle) {
       mirror_free(handle->mirror);
       kept_free(handle->kept);
+      names_free(handle->names);
     }
     free(handle);
     return throw_errno(env, "createMirror", ENOMEM);
@@ -294,6 +303,63 @@ static napi_value names_clear_js(napi_env env, napi_callback_info info) {
   dir_names *names = names_arg(env, argv[0]);
   if (names) names_clear(names);
   return NULL;
+}
+
+/* namesGrant(mirror, nodeid, hostDir, gid, umask, ttlMs, openFlags) -> granted (see names_grant) */
+static napi_value names_grant_js(napi_env env, napi_callback_info info) {
+  ARGS(7);
+  dir_names *names = names_arg(env, argv[0]);
+  char host_dir[4096];
+  size_t length = 0;
+  int granted = 0;
+  if (names && napi_get_value_string_utf8(env, argv[2], host_dir, sizeof host_dir, &length) == napi_ok && length < sizeof host_dir - 1) {
+    granted = names_grant(names, (uint64_t)int64_arg(env, argv[1]), host_dir, int_arg(env, argv[3]), int_arg(env, argv[4]),
+                          (uint32_t)int_arg(env, argv[5]), (uint32_t)int_arg(env, argv[6]));
+  }
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, granted, &result));
+  return result;
+}
+
+/* madeReserve(mirror, nodeid, fh) -> kept (false: enough are reserved) */
+static napi_value made_reserve_js(napi_env env, napi_callback_info info) {
+  ARGS(3);
+  made_files *made = made_arg(env, argv[0]);
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, made && made_reserve(made, (uint64_t)int64_arg(env, argv[1]), (uint64_t)int64_arg(env, argv[2])), &result));
+  return result;
+}
+
+/* madeReserved(mirror) -> the reserved pairs not yet used */
+static napi_value made_reserved_js(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  made_files *made = made_arg(env, argv[0]);
+  napi_value result;
+  CHECK(env, napi_create_uint32(env, made ? made_reserved(made) : 0, &result));
+  return result;
+}
+
+/* madeTake(mirror) -> [dir, nodeid, fh, fd, backingId, name][] answered since the last take, in order */
+static napi_value made_take_js(napi_env env, napi_callback_info info) {
+  ARGS(1);
+  made_files *made = made_arg(env, argv[0]);
+  static made_file taken[MADE_ANSWERED_MAX];
+  uint32_t n = made ? made_take(made, taken, MADE_ANSWERED_MAX) : 0;
+  napi_value list;
+  CHECK(env, napi_create_array_with_length(env, n, &list));
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value fields[6], tuple;
+    CHECK(env, napi_create_double(env, (double)taken[i].dir, &fields[0]));
+    CHECK(env, napi_create_double(env, (double)taken[i].nodeid, &fields[1]));
+    CHECK(env, napi_create_double(env, (double)taken[i].fh, &fields[2]));
+    CHECK(env, napi_create_int32(env, taken[i].fd, &fields[3]));
+    CHECK(env, napi_create_int32(env, taken[i].backing_id, &fields[4]));
+    CHECK(env, napi_create_string_utf8(env, taken[i].name, taken[i].name_length, &fields[5]));
+    CHECK(env, napi_create_array_with_length(env, 6, &tuple));
+    for (uint32_t k = 0; k < 6; k++) CHECK(env, napi_set_element(env, tuple, k, fields[k]));
+    CHECK(env, napi_set_element(env, list, i, tuple));
+  }
+  return list;
 }
 
 /* mirrorDrop(mirror, nodeid) */
@@ -628,6 +694,10 @@ static napi_value init(napi_env env, napi_value exports) {
       METHOD("namesHolds", names_holds_js),
       METHOD("namesDrop", names_drop_js),
       METHOD("namesClear", names_clear_js),
+      METHOD("namesGrant", names_grant_js),
+      METHOD("madeReserve", made_reserve_js),
+      METHOD("madeReserved", made_reserved_js),
+      METHOD("madeTake", made_take_js),
       METHOD("inotifyInit", inotify_init_js),
       METHOD("inotifyAdd", inotify_add_js),
       METHOD("inotifyRemove", inotify_remove_js),

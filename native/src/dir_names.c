@@ -26,13 +26,16 @@
  * JavaScript, never the other way. Direct-mapped by directory node id; memory is at most
  * dirs x 2 x DIR_NAMES_MAX x 8 bytes (64 directories: 16 MiB), allocated as published.
  */
+#define _GNU_SOURCE /* O_PATH */
 #include "dir_names.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 enum {
   OP_LOOKUP = 1, OP_FORGET = 2, OP_GETATTR = 3, OP_SETATTR = 4, OP_READLINK = 5, OP_SYMLINK = 6,
@@ -51,6 +54,8 @@ typedef struct {
   uint32_t count;
   uint32_t mask; /* capacity - 1 */
   uint64_t *hashes; /* 0: an empty place */
+  int granted;
+  made_grant grant; /* while granted: its dirfd is this set's own */
 } dir_set;
 
 struct dir_names {
@@ -76,7 +81,13 @@ dir_names *names_new(uint32_t dirs, int32_t *epoch) {
   return names;
 }
 
+static void end_grant(dir_set *set) {
+  if (set->granted) close(set->grant.dirfd);
+  set->granted = 0;
+}
+
 static void drop_set(dir_set *set) {
+  end_grant(set);
   free(set->hashes);
   memset(set, 0, sizeof *set);
 }
@@ -237,6 +248,11 @@ void names_arrived(dir_names *names, const uint8_t *request, size_t length) {
     }
     return;
   }
+  if (opcode == OP_SETATTR) {
+    /* A chmod or chown of a directory changes what its new files get. */
+    dir_set *set = held(names, u64_at(request + 16));
+    if (set) end_grant(set);
+  }
   making what = making_of(opcode);
   if (what == MAKES_NOTHING) return;
   names->pending++;
@@ -277,6 +293,11 @@ static int valid_utf8(const uint8_t *s, size_t length) {
   return 1;
 }
 
+/* A name the addon may answer for: as LOOKUP's rules (as JS would decode it; not "." nor ".."). */
+static int answerable(const uint8_t *name, long n) {
+  return n > 0 && n <= 255 && !(n == 1 && name[0] == '.') && !(n == 2 && name[0] == '.' && name[1] == '.') && valid_utf8(name, (size_t)n);
+}
+
 int names_answer(dir_names *names, int fd, const uint8_t *request, size_t length) {
   if (length < IN_HEADER_SIZE || u32_at(request + 4) != OP_LOOKUP) return 0;
   dir_set *set = held(names, u64_at(request + 16));
@@ -287,8 +308,7 @@ int names_answer(dir_names *names, int fd, const uint8_t *request, size_t length
   }
   const uint8_t *name = request + IN_HEADER_SIZE;
   long n = name_length(name, request + length);
-  if (n <= 0 || n > 255 || (n == 1 && name[0] == '.') || (n == 2 && name[0] == '.' && name[1] == '.')) return 0;
-  if (!valid_utf8(name, (size_t)n) || contains(set, hash_of(name, (size_t)n))) return 0;
+  if (!answerable(name, n) || contains(set, hash_of(name, (size_t)n))) return 0;
   uint8_t header[OUT_HEADER_SIZE];
   uint32_t total = OUT_HEADER_SIZE + ENTRY_OUT_SIZE;
   int32_t error = 0;
@@ -298,6 +318,25 @@ int names_answer(dir_names *names, int fd, const uint8_t *request, size_t length
   struct iovec parts[2] = {{header, OUT_HEADER_SIZE}, {names->negative, ENTRY_OUT_SIZE}};
   /* ENOENT: the request was interrupted meanwhile; nothing to answer, it was answered all the same. */
   while (writev(fd, parts, 2) < 0 && errno == EINTR) {}
+  return 1;
+}
+
+int names_grant(dir_names *names, uint64_t nodeid, const char *host_dir, int32_t gid, int32_t umask, uint32_t ttl_ms, uint32_t open_flags) {
+  dir_set *set = held(names, nodeid);
+  if (!set || ttl_ms == 0) return 0;
+  int dirfd = open(host_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd < 0) return 0;
+  end_grant(set);
+  set->grant = (made_grant){.dirfd = dirfd, .gid = gid, .umask = umask, .ttl_ms = ttl_ms, .open_flags = open_flags};
+  set->granted = 1;
+  return 1;
+}
+
+int names_granted(dir_names *names, uint64_t nodeid, const uint8_t *name, size_t length, made_grant *out) {
+  dir_set *set = held(names, nodeid);
+  if (!set || !set->granted || set->expires_ns <= now_ns() || !answerable(name, (long)length)) return 0;
+  if (contains(set, hash_of(name, length))) return 0;
+  *out = set->grant;
   return 1;
 }
 

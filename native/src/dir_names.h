@@ -36,6 +36,29 @@ int names_publish(dir_names *names, uint64_t nodeid, const uint8_t *list, size_t
                   const uint8_t *negative, int32_t epoch);
 /* Whether the names of `nodeid` are held (and not expired). */
 int names_holds(dir_names *names, uint64_t nodeid);
+/*
+ * A grant: new files in a held directory may be made by the addon itself (made_files.c), in
+ * the host directory the vfs named, as its own create would make them. It lives as long as
+ * the directory's names are held, and a SETATTR of the directory ends it (its group and
+ * set-group-ID bit decide a new file's group).
+ */
+typedef struct {
+  int dirfd;
+  /* The group of every new file (a set-group-ID directory's), or -1: the caller's. */
+  int32_t gid;
+  /* The daemon's umask, or -1 when unknown (the mode is then always set again). */
+  int32_t umask;
+  /* How long the kernel may keep the new entry and its attributes. */
+  uint32_t ttl_ms;
+  /* fuse_open_out.open_flags of the new file's handle. */
+  uint32_t open_flags;
+} made_grant;
+
+/* Grants creates in held directory `nodeid` (host_dir opened here; closed when the grant ends). 1 when granted. */
+int names_grant(dir_names *names, uint64_t nodeid, const char *host_dir, int32_t gid, int32_t umask, uint32_t ttl_ms, uint32_t open_flags);
+/* 1, with the grant in *out, when `nodeid` is held, fresh and granted and lacks `name` (a name the addon answers lookups of). */
+int names_granted(dir_names *names, uint64_t nodeid, const uint8_t *name, size_t length, made_grant *out);
+
 /* Forgets the names of `nodeid` (something changed in it elsewhere), as names_clear does all. */
 void names_drop(dir_names *names, uint64_t nodeid);
 void names_clear(dir_names *names);

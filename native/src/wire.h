@@ -1,13 +1,14 @@
 /*
  * What the addon's answering code shares: a request's fields read where they lie (requests
- * are not aligned for them), the clock its lifetimes are counted on, and the size of its
- * direct-mapped tables.
+ * are not aligned for them), the clock its lifetimes are counted on, the size of its
+ * direct-mapped tables, and the kernel's passthrough registration.
  */
 #ifndef BACKENDFS_WIRE_H
 #define BACKENDFS_WIRE_H
 
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 
 /* fuse_in_header and fuse_out_header. */
@@ -16,6 +17,16 @@
 /* fuse_open_in.flags: the access mode bits and O_TRUNC. */
 #define O_ACCMODE_BITS 3
 #define O_TRUNC_BIT 01000
+
+/* linux/fuse.h (7.40+), spelled out so that the build needs no kernel headers of that age. */
+struct backing_map {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+#define DEV_IOC_MAGIC 229
+#define DEV_IOC_BACKING_OPEN _IOW(DEV_IOC_MAGIC, 1, struct backing_map)
+#define DEV_IOC_BACKING_CLOSE _IOW(DEV_IOC_MAGIC, 2, uint32_t)
 
 static inline int64_t now_ns(void) {
   struct timespec ts;

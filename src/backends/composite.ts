@@ -12,6 +12,7 @@ import {
   canListHistory,
   hasScratchNames,
   hasHostFiles,
+  hasInPlaceCreates,
   hasMethod,
   hideOptionalMethods,
   hasPosixNodes,
@@ -21,6 +22,7 @@ import {
   type ReadlinkResult,
   withCodeOf,
   type AllCapabilities,
+  type CreateGrant,
   type HostFileOpenOptions,
   type HostFileOpenResult,
   type HistoryResult,
@@ -630,6 +632,16 @@ export class CompositeBackend implements BackendProtocolV2, AllCapabilities {
     const { backend, innerPath } = this.table.resolve(path);
     if (!hasHostFiles(backend)) return { unsupported: true };
     return await backend.openHostFile(innerPath, options);
+  }
+
+  /**
+   * Forwarded to the backend serving `dir` (a route's root is its backend's "/"): a new name
+   * in it is that backend's too, but for the mount points below it, which the vfs holds as
+   * names of the directory (no file is made for them).
+   */
+  async createGrant(dir: string): Promise<CreateGrant | undefined> {
+    const { backend, innerPath } = this.table.resolve(dir);
+    return hasInPlaceCreates(backend) ? await backend.createGrant(innerPath) : undefined;
   }
 
   /** The serving backend's limit, if it has one. */

@@ -54,6 +54,8 @@ import {
   type FileMetadata,
   type FileSizeLimit,
   type FileStat,
+  type CreateGrant,
+  type InPlaceCreates,
   type HostFileOpenOptions,
   type HostFileOpenResult,
   type NodeKind,
@@ -108,7 +110,7 @@ const DEFAULT_READ_LIMIT = 500;
 const OCTET_STREAM = "application/octet-stream";
 
 export class FilesystemBackend
-  implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, PosixNodes, FileSizeLimit, DirectoryStats, Watchable
+  implements BackendProtocolV2, Renamable, Stattable, DirectoryMaker, Syncable, RangeReadable, MetadataStorage, PosixNodes, FileSizeLimit, DirectoryStats, Watchable, InPlaceCreates
 {
   protected readonly cwd: string;
   protected readonly virtualMode: boolean;
@@ -289,6 +291,23 @@ export class FilesystemBackend
       return { file };
     } catch (error) {
       return fsFailure(error, `Error opening '${filePath}': ${describeFsError(error)}`);
+    }
+  }
+
+  /**
+   * InPlaceCreates: a directory's real host path, in which a new name made with O_EXCL is
+   * exactly what openHostFile's create makes (host-file.ts); none where `dir` is not a
+   * directory of this disk.
+   */
+  async createGrant(dir: string): Promise<CreateGrant | undefined> {
+    try {
+      const resolved = await this.paths.resolve(dir, { followLeaf: true });
+      const stat = resolved.stat ?? fsConstants.statSync(resolved.hostPath, { throwIfNoEntry: false });
+      if (!stat?.isDirectory()) return undefined;
+      const hostDir = resolved.hostPath;
+      return { hostDir, adopt: (name, fd) => DiskHostFile.adopt(pathOfDescriptor(fd) ?? path.join(hostDir, name), fd, this.hostFiles) };
+    } catch {
+      return undefined;
     }
   }
 
@@ -796,6 +815,16 @@ export class FilesystemBackend
 
   private tooLarge(filePath: string, bytes: number): string {
     return `File '${filePath}' is ${(bytes / 1024 / 1024).toFixed(1)} MB, over the ${this.maxFileSizeMb} MB limit`;
+  }
+}
+
+/** Where an open file is now (its directory may have moved since it was made), or undefined where the kernel cannot say (it is gone). */
+function pathOfDescriptor(fd: number): string | undefined {
+  try {
+    const where = fsConstants.readlinkSync(`/proc/self/fd/${fd}`);
+    return where.startsWith("/") && !where.endsWith(" (deleted)") ? where : undefined;
+  } catch {
+    return undefined;
   }
 }
 

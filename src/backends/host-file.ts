@@ -58,7 +58,11 @@ export class DiskHostFile implements HostFile {
   /** A new file at `target`, with the creator's mode and owner; undefined when the name is taken. Throws the system error. */
   static create(target: string, create: NonNullable<HostFileOpenOptions["create"]>, context: HostFileContext): DiskHostFile | undefined {
     const fd = createInPlace(target, create);
-    if (fd === undefined) return undefined;
+    return fd === undefined ? undefined : DiskHostFile.adopt(target, fd, context);
+  }
+
+  /** A new file made at `target` as createInPlace makes one (`fd`: its read-only descriptor), by this process's FUSE transport (CreateGrant). */
+  static adopt(target: string, fd: number, context: HostFileContext): DiskHostFile {
     context.own(target, "created");
     return new DiskHostFile(fd, undefined, target, context, true);
   }

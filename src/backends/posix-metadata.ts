@@ -327,6 +327,10 @@ export class PosixMetadataBackend implements BackendProtocolV2, AllCapabilities 
   openHostFile(path: string, options: HostFileOpenOptions): Promise<HostFileOpenResult> | HostFileOpenResult {
     return this.inner.openHostFile!(path, options);
   }
+  /** None: a new file's owner and mode are this wrapper's to store, which a file made by the transport would skip. */
+  createGrant(_dir: string): undefined {
+    return undefined;
+  }
   async close(): Promise<unknown> {
     return (this.inner as { close?: () => unknown }).close?.();
   }

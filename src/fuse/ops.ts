@@ -1,6 +1,6 @@
 /** The table of kernel operations: each one a vfs call, optionally logged (-v). */
 import { FsError, type Caller, type Vfs, type VfsDirEntry, type VfsStat, type VfsStatfs } from "../vfs/index.js";
-import type { HostFile } from "../protocol/index.js";
+import type { CreateGrant, HostFile } from "../protocol/index.js";
 import type { BackingFile, HeldNames, KeptFile, KernelOps } from "./transport.js";
 
 export interface OpsOptions {
@@ -136,6 +136,15 @@ class VfsOps implements KernelOps {
   heldNames(dir: string): HeldNames | undefined {
     return this.vfs.heldNames(dir);
   }
+  createGrant(dir: string): Promise<{ grant: CreateGrant; gid: number } | undefined> {
+    return this.vfs.createGrant(dir);
+  }
+  reserveHandle(): number {
+    return this.vfs.reserveHandle();
+  }
+  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number): boolean {
+    return this.vfs.adoptCreated(path, grant, fd, fh);
+  }
   watchedTtlMs(path: string, names: boolean): number | undefined {
     return this.vfs.watchedTtlMs(path, names);
   }
@@ -175,7 +184,7 @@ function describe(err: unknown): string {
 type Observer = (name: string, args: unknown[], err: unknown, ms: number) => void;
 
 /** Accessors, not operations: neither timed nor logged (they answer synchronously). */
-const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept", "heldNames", "watchedTtlMs"]);
+const ACCESSORS = new Set(["backingFile", "closeHasWork", "onInvalidate", "onKept", "adoptKept", "heldNames", "watchedTtlMs", "reserveHandle", "adoptCreated"]);
 
 /** A disk file the vfs holds, as a transport registers it (keyed by the vfs: its descriptor's key outlives the handles, and the writer). */
 function backingOf(vfs: Vfs, host: HostFile): BackingFile {

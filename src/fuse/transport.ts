@@ -2,6 +2,7 @@
  * The kernel bridge behind one small interface, so that the vfs never depends on a FUSE
  * library. Handlers are promise-based and throw FsError; a transport turns that into errno.
  */
+import type { CreateGrant } from "../protocol/index.js";
 import type { Caller, VfsDirEntry, VfsStat, VfsStatfs } from "../vfs/index.js";
 
 /**
@@ -65,6 +66,16 @@ export interface KernelOps {
    * long that stays so; undefined elsewhere. A transport may answer those lookups itself.
    */
   heldNames?(dir: string): HeldNames | undefined;
+  /**
+   * Where a transport may make new files in `dir` itself, exactly as create() would there
+   * (the raw transport's addon answers their CREATE): the grant, with the group every new
+   * file gets (-1: the caller's). Undefined elsewhere.
+   */
+  createGrant?(dir: string): Promise<{ grant: CreateGrant; gid: number } | undefined>;
+  /** A handle for a file the transport will make itself. */
+  reserveHandle?(): number;
+  /** Such a file made at `path` under `grant` (`fd`: its descriptor) and answered with `fh`: the vfs takes it as create() would have made it. */
+  adoptCreated?(path: string, grant: CreateGrant, fd: number, fh: number): boolean;
   /**
    * How long (ms) the kernel may keep what it is told of `path` where the backend's change
    * feed covers it (with `names`: the names in it too, for a directory); undefined elsewhere.

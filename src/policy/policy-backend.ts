@@ -301,6 +301,11 @@ export abstract class PolicyBackend implements BackendProtocolV2, AllCapabilitie
     );
   }
 
+  /** None: every new file is this policy's to check, which a file made by the transport would skip. */
+  createGrant(_dir: string): undefined {
+    return undefined;
+  }
+
   /** A listing with stats: checked as `ls`. */
   lsStat(path: string): Promise<LsStatResult> {
     return this.guarded(this.operation("ls", [path]), (error) => ({ error }), () => this.forward("lsStat", path) as Promise<LsStatResult>);

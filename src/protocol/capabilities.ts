@@ -372,6 +372,24 @@ export interface HostFiles {
   openHostFile(path: string, options: HostFileOpenOptions): MaybePromise<HostFileOpenResult>;
 }
 
+/**
+ * Where the mount's transport may make new files itself (the raw transport's addon answers a
+ * CREATE without entering JavaScript: native/src/made_files.c), exactly as openHostFile's
+ * `create` would make them, and hand them back.
+ */
+export interface CreateGrant {
+  /** The host directory (its real path) in which a new name, made with O_EXCL, is the file at `dir`/name. */
+  readonly hostDir: string;
+  /** The file the transport made as `name` in hostDir (`fd`: its read-only descriptor), taken as openHostFile's create takes one it made. */
+  adopt(name: string, fd: number): HostFile;
+}
+
+/** Disk routes: directories in which new files may be made by the transport (CreateGrant). */
+export interface InPlaceCreates {
+  /** The grant for directory `dir`, or undefined where a new file there is more than a file made on the disk (a policy to check, no disk). */
+  createGrant(dir: string): MaybePromise<CreateGrant | undefined>;
+}
+
 /** Every capability at once: what a wrapper implements, so TypeScript checks it forgets none. */
 export interface AllCapabilities
   extends Renamable,
@@ -390,7 +408,8 @@ export interface AllCapabilities
     BaseAwareUploads,
     History,
     ScratchNames,
-    HostFiles {}
+    HostFiles,
+    InPlaceCreates {}
 
 /**
  * Every optional method by name: the protocol's own (delete, uploadFiles, downloadFiles, a
@@ -425,6 +444,7 @@ export const OPTIONAL_METHODS = [
   "history",
   "isScratchPath",
   "openHostFile",
+  "createGrant",
 ] as const;
 
 export type OptionalMethod = (typeof OPTIONAL_METHODS)[number];
@@ -466,3 +486,4 @@ export const canListHistory = (b: unknown): b is History => hasMethod(b, "histor
 export const hasScratchNames = (b: unknown): b is ScratchNames => hasMethod(b, "isScratchPath");
 export const canUploadFromBase = (b: unknown): b is BaseAwareUploads => hasMethod(b, "uploadFilesFrom");
 export const hasHostFiles = (b: unknown): b is HostFiles => hasMethod(b, "openHostFile");
+export const hasInPlaceCreates = (b: unknown): b is InPlaceCreates => hasMethod(b, "createGrant");

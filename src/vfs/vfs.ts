@@ -16,6 +16,7 @@ import {
   hasFileSizeLimit,
   hasScratchNames,
   hasHostFiles,
+  hasInPlaceCreates,
   canRename,
   canRenameFromBase,
   canStat,
@@ -40,6 +41,7 @@ import {
   type FileMetadata,
   type SetMetadataResult,
   type FileStat,
+  type CreateGrant,
   type HostFile,
   type HostFileOpenOptions,
   type NodeKind,
@@ -419,6 +421,57 @@ export class Vfs {
     const listeners = this.hostCloseListeners.get(host);
     if (listeners) listeners.push(listener);
     else this.hostCloseListeners.set(host, [listener]);
+  }
+
+  /**
+   * Where a transport may make new files in `dir` itself (the raw transport's addon answers
+   * their CREATE: made-files.ts) for as long as the vfs answers lookups there from its
+   * listing (heldNames), because create() of a name missing there would make nothing but a
+   * disk file: no access rules to check, a disk route whose host files the kernel writes (no
+   * size limit below the vfs's own), a directory that keeps owners. With the group every new
+   * file gets (a set-group-ID directory's; -1: the caller's). Undefined elsewhere.
+   */
+  async createGrant(dir: string): Promise<{ grant: CreateGrant; gid: number } | undefined> {
+    const backend = this.backend;
+    if (this.options.access || !hasInPlaceCreates(backend) || this.mountPoints.has(dir)) return undefined;
+    const limit = hasFileSizeLimit(backend) ? backend.fileSizeLimit(childPath(dir, "new")) : undefined;
+    if (limit !== undefined && limit < MAX_CONTENT_BYTES) return undefined;
+    const parent = await this.attr(dir);
+    if (!parent.isDir || !parent.posix) return undefined;
+    const grant = await this.call("createGrant", () => backend.createGrant(dir));
+    if (!grant) return undefined;
+    return { grant, gid: ((parent.mode ?? 0) & S_ISGID) !== 0 ? parent.posix.gid : -1 };
+  }
+
+  /** A handle number for a file a transport will make itself (adoptCreated). */
+  reserveHandle(): number {
+    return this.nextHandle++;
+  }
+
+  /**
+   * A file the transport made itself under a grant (createGrant), with its descriptor and
+   * the handle it reserved: taken as create() takes the disk file it makes, before any later
+   * request.
+   * False (the file let go) where the vfs holds the path already, which the grant's rule (a
+   * name the held listing lacks) rules out.
+   */
+  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number): boolean {
+    const host = grant.adopt(basenameOf(path), fd);
+    if (this.files.has(path)) {
+      host.close();
+      return false;
+    }
+    this.takeLookedUpMissing(path);
+    this.adoptMountPoints(parentOf(path));
+    const file = this.acquire(path);
+    file.host = host;
+    this.hostFiles++;
+    file.dirty = true;
+    this.contentChanged(path);
+    this.handles.set(fh, { file, writable: true });
+    this.addToListing(path, false);
+    this.entriesChanged(parentOf(path));
+    return true;
   }
 
   async create(path: string, mode: number, caller?: Caller, host = false): Promise<number> {

@@ -16,8 +16,8 @@ const SLOTS = 1 << 16;
 
 export class AttrMirror {
   readonly handle: MirrorHandle;
-  /** [0]: the epoch; [1]: kept opens answered in the addon, not yet taken (kept-opens.ts); [2]: the directory names' epoch (dir-names.ts). */
-  readonly shared = new Int32Array(3);
+  /** [0]: the epoch; [1]: kept opens answered in the addon, not yet taken (kept-opens.ts); [2]: the directory names' epoch (dir-names.ts); [3]: files made in the addon, not yet taken (made-files.ts). */
+  readonly shared = new Int32Array(4);
 
   constructor(private readonly addon: NativeAddon) {
     this.handle = addon.createMirror(this.shared, SLOTS);

@@ -47,6 +47,17 @@ export class InodeTable {
     return id;
   }
 
+  /** A node id for a node made elsewhere (a file the addon made: made-files.ts), bound later with `made`. */
+  reserve(): number {
+    return this.nextId++;
+  }
+
+  /** A reserved node id now names `path`, with the one kernel lookup its CREATE gave. */
+  made(nodeid: number, path: string): void {
+    this.nodes.set(nodeid, { path, lookups: 1, opens: 0, hidden: false });
+    this.byPath.set(path, nodeid);
+  }
+
   /**
    * A hard link: `path` becomes another name of the node, with one more kernel lookup, so
    * the kernel sees one inode (a change through either name, its link count, show on both).

@@ -1,7 +1,7 @@
 /**
  * The Node-API addon in native/ (built by scripts/setup.sh): a /dev/fuse watch on the event
  * loop, FUSE passthrough's backing-file ioctls, the attribute mirror (attr-mirror.ts), kept
- * opens (kept-opens.ts) and directory names (dir-names.ts). Loaded once; where it is missing (no
+ * opens (kept-opens.ts), directory names (dir-names.ts) and made files (made-files.ts). Loaded once; where it is missing (no
  * compiler at setup, another platform) the raw transport uses its worker-thread reader and
  * no passthrough, and says so in one log line.
  */
@@ -51,7 +51,7 @@ export interface NativeAddon {
   /** Registers an open file for FOPEN_PASSTHROUGH: its backing id (root only). Throws with `errno`. */
   backingOpen(devFd: number, fd: number): number;
   backingClose(devFd: number, id: number): void;
-  /** `shared`: [0] the epoch, [1] kept opens answered and not yet taken, [2] the directory names' epoch (all written by the addon; see kept-opens.ts, dir-names.ts). */
+  /** `shared`: [0] the epoch, [1] kept opens answered and not yet taken, [2] the directory names' epoch, [3] files made and not yet taken (all written by the addon; see kept-opens.ts, dir-names.ts, made-files.ts). */
   createMirror(shared: Int32Array, slots: number): MirrorHandle;
   mirrorPublish(mirror: MirrorHandle, nodeid: number, attrOut: Buffer, ttlMs: number, epoch: number): boolean;
   mirrorSettled(mirror: MirrorHandle, opcode: number, nodeid: number, openFlags: number): void;
@@ -66,6 +66,14 @@ export interface NativeAddon {
   namesHolds(mirror: MirrorHandle, nodeid: number): boolean;
   namesDrop(mirror: MirrorHandle, nodeid: number): void;
   namesClear(mirror: MirrorHandle): void;
+  /** New files in held directory `nodeid` may be made in the addon, in `hostDir` (see made-files.ts). False when its names are not held. */
+  namesGrant(mirror: MirrorHandle, nodeid: number, hostDir: string, gid: number, umask: number, ttlMs: number, openFlags: number): boolean;
+  /** A node id and handle for the next file made in the addon; false when it holds enough. */
+  madeReserve(mirror: MirrorHandle, nodeid: number, fh: number): boolean;
+  /** How many reserved pairs are left. */
+  madeReserved(mirror: MirrorHandle): number;
+  /** The files made in the addon since the last take, in order: [directory node id, node id, handle, descriptor, backing id, name]. */
+  madeTake(mirror: MirrorHandle): Array<[number, number, number, number, number, string]>;
 }
 
 /** The addon as the transport uses it, or undefined with the reason (once per process). */

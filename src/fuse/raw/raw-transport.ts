@@ -21,6 +21,7 @@ import { abortConnection, lazyUmount, mountDevFuse, openDevFuse, rawTransportRef
 import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
+import { MadeFiles } from "./made-files.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
@@ -88,10 +89,10 @@ export class RawTransport implements Transport {
     const debug = options.debug ? (line: string) => process.stderr.write(`fuse: ${line}\n`) : undefined;
     const handler = this.createHandler(ops, { ...options, maxWrite }, addon, backings, (message) => this.notify(message), debug);
     this.handler = handler;
-    const { mirror, keptOpens } = handler.extras;
+    const { mirror, keptOpens, madeFiles } = handler.extras;
     const write = (buffers: Buffer[]) => this.write(buffers);
     const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
-    const afterRead = keptOpens && (() => handler.takeKeptOpens());
+    const afterRead = (keptOpens || madeFiles) && (() => handler.takeAnswered());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.readsOnLoop = addon !== undefined;
     this.reader = reader;
@@ -178,7 +179,9 @@ export class RawTransport implements Transport {
     const keptOpens = addon && mirror && backings && process.env.BACKENDFS_KEPT_OPENS !== "0" ? new KeptOpens(addon, mirror) : undefined;
     // Lookups of names a listed directory does not hold answered there too.
     const dirNames = addon && mirror && process.env.BACKENDFS_DIR_NAMES !== "0" ? new DirNames(addon, mirror) : undefined;
-    return new RequestHandler(ops, options, this.pool, { debug, backings, mirror, keptOpens, dirNames, notify, log });
+    // And the creates of new names there, where the vfs grants them.
+    const madeFiles = addon && dirNames && backings && process.env.BACKENDFS_MADE_FILES !== "0" ? new MadeFiles(addon, mirror!) : undefined;
+    return new RequestHandler(ops, options, this.pool, { debug, backings, mirror, keptOpens, dirNames, madeFiles, notify, log });
   }
 
   async unmount(): Promise<void> {

@@ -3,12 +3,15 @@
  * the inode table; an unlink or rename over a file still open hides it under a
  * `.fuse_hidden*` name until its last close (libfuse's way, which the vfs understands).
  */
+import { closeSync } from "node:fs";
 import { FsError, type Caller, type VfsStat } from "../../vfs/index.js";
+import { daemonUmask } from "../../protocol/daemon-identity.js";
 import { basenameOf, childPath, parentOf } from "../../protocol/index.js";
 import { hasXattrOps, type BackingFile, type KeptFile, type KernelOps, type TransportOptions } from "../transport.js";
 import type { AttrMirror } from "./attr-mirror.js";
 import type { DirNames } from "./dir-names.js";
 import type { KeptOpens } from "./kept-opens.js";
+import type { MadeFile, MadeFiles } from "./made-files.js";
 import type { BufferPool } from "./buffer-pool.js";
 import { InodeTable } from "./inode-table.js";
 import {
@@ -52,6 +55,8 @@ export interface HandlerExtras {
   keptOpens?: KeptOpens;
   /** The addon's directory names: the LOOKUP of a name a directory the vfs listed does not hold is answered there. */
   dirNames?: DirNames;
+  /** The addon's made files: the CREATE of such a name is answered there, where the vfs grants it. */
+  madeFiles?: MadeFiles;
   /** Sends a notification to the kernel (never from the loop's thread: see RawTransport.notify). */
   notify?: (message: Buffer[]) => void;
   log?: (line: string) => void;
@@ -108,6 +113,7 @@ export class RequestHandler {
   private readonly mirror: AttrMirror | undefined;
   private readonly keptOpens: KeptOpens | undefined;
   private readonly dirNames: DirNames | undefined;
+  private readonly madeFiles: MadeFiles | undefined;
   private readonly notify: ((message: Buffer[]) => void) | undefined;
   private readonly log: ((line: string) => void) | undefined;
   /** afterReply's work, until the transport runs it. */
@@ -120,7 +126,7 @@ export class RequestHandler {
     /** What the transport brought (the addon's parts among them). */
     readonly extras: HandlerExtras = {},
   ) {
-    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, notify: this.notify, log: this.log } = extras);
+    ({ debug: this.debug, backings: this.backings, mirror: this.mirror, keptOpens: this.keptOpens, dirNames: this.dirNames, madeFiles: this.madeFiles, notify: this.notify, log: this.log } = extras);
     this.ttl = options.attrTimeoutSec;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.initialized = new Promise((resolve) => (this.markInitialized = resolve));
@@ -145,6 +151,7 @@ export class RequestHandler {
     }
     // Dropped now, before any later request is read, and again once answered.
     const named = this.mirror ? this.dropNamed(this.mirror, h, body) : undefined;
+    if (h.opcode === Op.SETATTR) this.madeFiles?.attributesChanged();
     let reply: Reply;
     try {
       reply = this.run(h, body);
@@ -221,7 +228,14 @@ export class RequestHandler {
               this.publishMadeDir(h.nodeid, body, namesEpoch);
             });
             break;
-          case Op.SETATTR: case Op.FSYNC:
+          case Op.SETATTR:
+            this.afterReply(() => {
+              this.republish(mirror, h.nodeid);
+              // The addon ended a grant there (the group rule may have changed): granted again, as the vfs now says.
+              this.grantAgain(h.nodeid);
+            });
+            break;
+          case Op.FSYNC:
           case Op.CREATE: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
             this.afterReply(() => this.republish(mirror, h.nodeid));
             break;
@@ -473,10 +487,37 @@ export class RequestHandler {
     try {
       if (dirNames.holds(parent)) return;
       const held = this.ops.heldNames?.(dir);
-      if (held) dirNames.publish(parent, held.names, held.ttlMs, negative, epoch);
+      if (held && dirNames.publish(parent, held.names, held.ttlMs, negative, epoch)) this.grantCreates(parent, dir);
     } catch (err) {
       this.log?.(`directory names not published: ${(err as Error).message}`);
     }
+  }
+
+  /**
+   * Where the vfs grants it, new files in a directory whose names the addon now holds are
+   * made there too (made-files.ts): the grant lives on those names. A failure loses only the
+   * shortcut.
+   */
+  private grantCreates(nodeid: number, dir: string): void {
+    const madeFiles = this.madeFiles;
+    if (!madeFiles || !this.passthrough || !this.ops.createGrant || !this.ops.reserveHandle) return;
+    const generation = madeFiles.generation;
+    this.ops.createGrant(dir).then(
+      (granted) => {
+        if (!granted || !this.passthrough) return;
+        this.restock(madeFiles);
+        // What create's entry() would give a new file there (no stat: a file of one name).
+        const ttlMs = Math.round(this.ttlOf(childPath(dir, "new")) * 1000);
+        madeFiles.grant(nodeid, granted.grant, granted.gid, daemonUmask(), ttlMs, OpenFlag.PASSTHROUGH | OpenFlag.NOFLUSH, generation);
+      },
+      (err: unknown) => this.log?.(`new files in ${dir} not granted to the addon: ${(err as Error).message}`),
+    );
+  }
+
+  /** A grant for a directory whose names the addon still holds (ended by a SETATTR of it). */
+  private grantAgain(nodeid: number): void {
+    const path = this.inodes.path(nodeid);
+    if (path !== undefined && this.madeFiles && this.dirNames?.holds(nodeid)) this.grantCreates(nodeid, path);
   }
 
   /**
@@ -644,6 +685,12 @@ export class RequestHandler {
       this.log?.(`FUSE passthrough is off for this mount: the kernel refused a backing file (fd ${file.fd}: ${(err as Error).message})`);
       return undefined;
     }
+    this.registerBacking(file, id);
+    return id;
+  }
+
+  /** A disk file's backing id, closed when the vfs closes the file. */
+  private registerBacking(file: BackingFile, id: number): void {
     this.backingIds.set(file.key, id);
     file.whenClosed(() => {
       this.backingIds.delete(file.key);
@@ -653,7 +700,6 @@ export class RequestHandler {
         this.log?.(`closing backing ${id}: ${(err as Error).message}`);
       }
     });
-    return id;
   }
 
   /**
@@ -670,9 +716,42 @@ export class RequestHandler {
     return () => keptOpens.unpublish(nodeid, kept.fh);
   }
 
-  /** The opens the addon answered since the last read (called before the request read is handled): counted here and in the vfs as open() counts its own. */
-  takeKeptOpens(): void {
+  /**
+   * The opens and creates the addon answered since the last read (called before the request
+   * read is handled): counted here and in the vfs as open() and create() count their own.
+   */
+  takeAnswered(): void {
     this.keptOpens?.takeAnswered((nodeid, fh) => this.adoptKept(nodeid, fh));
+    const madeFiles = this.madeFiles;
+    if (madeFiles?.pending) {
+      madeFiles.take((made) => this.adoptMade(made));
+      this.restock(madeFiles);
+    }
+  }
+
+  /** The addon's node ids and handles for the files it makes, topped up. */
+  private restock(madeFiles: MadeFiles): void {
+    madeFiles.reserve(() => [this.inodes.reserve(), this.ops.reserveHandle!()]);
+  }
+
+  /** A file the addon made (made-files.ts): the vfs takes it as its create would have made it, and so does every table here. */
+  private adoptMade(made: MadeFile): void {
+    const dir = this.inodes.path(made.dir);
+    const path = dir === undefined ? undefined : childPath(dir, made.name);
+    this.debug?.(`made ${path ?? made.name} node ${made.nodeid} handle ${made.fh}`);
+    if (path === undefined || !made.grant || !this.ops.adoptCreated!(path, made.grant, made.fd, made.fh)) {
+      // Cannot be while grants live on held names; the kernel's file works all the same, unknown here.
+      this.log?.(`a file made in the addon was not taken (directory node ${made.dir}, ${made.name})`);
+      if (path === undefined || !made.grant) closeSync(made.fd);
+      return;
+    }
+    this.inodes.made(made.nodeid, path);
+    this.inodes.opened(made.nodeid);
+    const file = this.ops.backingFile!(made.fh);
+    if (file) this.registerBacking(file, made.backingId);
+    this.backed.set(made.nodeid, { id: made.backingId, handles: 1, writers: 1 });
+    // As after create's reply: the directory's fresh attributes for the kernel's next look at it.
+    if (this.mirror) this.republish(this.mirror, made.dir);
   }
 
   private adoptKept(nodeid: number, fh: number): void {
