@@ -203,6 +203,35 @@ int mirror_answer(attr_mirror *mirror, int fd, const uint8_t *request, size_t le
   return 1;
 }
 
+int mirror_peek(attr_mirror *mirror, uint64_t nodeid, uint8_t *attr_out, int64_t *expires_ns) {
+  slot *s = held(mirror, nodeid);
+  if (!s || s->expires_ns <= now_ns()) return 0;
+  memcpy(attr_out, s->attr_out, ATTR_OUT_SIZE);
+  *expires_ns = s->expires_ns;
+  return 1;
+}
+
+/* fuse_attr_out: the attributes start at 16; mtime and ctime seconds at +32, +40, their nanoseconds at +52, +56. */
+static void raise_time(uint8_t *attr, size_t sec_at, size_t nsec_at, int64_t at_ms) {
+  uint64_t sec = u64_at(attr + sec_at);
+  uint32_t nsec = u32_at(attr + nsec_at);
+  uint64_t at_sec = (uint64_t)(at_ms / 1000);
+  uint32_t at_nsec = (uint32_t)(at_ms % 1000) * 1000000;
+  if (sec > at_sec || (sec == at_sec && nsec >= at_nsec)) return;
+  memcpy(attr + sec_at, &at_sec, 8);
+  memcpy(attr + nsec_at, &at_nsec, 4);
+}
+
+void mirror_entries_changed(attr_mirror *mirror, uint64_t nodeid, const uint8_t *before, int64_t expires_ns, int64_t at_ms) {
+  slot *s = &mirror->slots[nodeid & mirror->mask];
+  memcpy(s->attr_out, before, ATTR_OUT_SIZE);
+  raise_time(s->attr_out + 16, 32, 52, at_ms);
+  raise_time(s->attr_out + 16, 40, 56, at_ms);
+  s->nodeid = nodeid;
+  s->generation = mirror->generation;
+  s->expires_ns = expires_ns;
+}
+
 int mirror_publish(attr_mirror *mirror, uint64_t nodeid, const uint8_t *attr_out, uint32_t ttl_ms, int32_t epoch) {
   slot *s = &mirror->slots[nodeid & mirror->mask];
   if (ttl_ms == 0 || later(s->dropped, (uint32_t)epoch) || later(mirror->cleared, (uint32_t)epoch)) return 0;

@@ -30,6 +30,16 @@ void mirror_settled(attr_mirror *mirror, uint32_t opcode, uint64_t nodeid, uint3
 /* Keeps a node's reply for ttl_ms unless the node was dropped since `epoch`; 1 when kept. */
 int mirror_publish(attr_mirror *mirror, uint64_t nodeid, const uint8_t *attr_out, uint32_t ttl_ms, int32_t epoch);
 void mirror_drop(attr_mirror *mirror, uint64_t nodeid);
+
+/* The reply held for `nodeid` (and when it expires) into attr_out; 1 when one is held. */
+int mirror_peek(attr_mirror *mirror, uint64_t nodeid, uint8_t *attr_out, int64_t *expires_ns);
+/*
+ * A directory's entries changed at `at_ms` (wall clock, whole milliseconds, as Date.now()),
+ * by a request answered here: `before`, its reply held until that request, is held again
+ * until `expires_ns` with its mtime and ctime raised to at_ms, which is what the vfs answers
+ * once it hears of the change (vfs.ts toStat, entriesChanged).
+ */
+void mirror_entries_changed(attr_mirror *mirror, uint64_t nodeid, const uint8_t *before, int64_t expires_ns, int64_t at_ms);
 void mirror_clear(attr_mirror *mirror);
 
 #endif

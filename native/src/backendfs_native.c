@@ -72,6 +72,9 @@ static int32_t int_arg(napi_env env, napi_value value) {
   return out;
 }
 
+/* FUSE_CREATE. */
+#define OP_CREATE_CODE 35
+
 /* GETATTRs answered in one read() call at most, before the loop gets a turn (the poll fires again). */
 #define ANSWER_BURST 256
 
@@ -148,11 +151,18 @@ static int32_t read_request(int fd, uint8_t *data, size_t length, mirror_handle 
     while (n < 0 && errno == EINTR);
     if (n < 0) return -errno;
     if (!handle) return (int32_t)n;
+    /* A CREATE the addon may answer: its directory's reply, to be held again with the new times (made_files.c). */
+    uint8_t dir_attr[ATTR_OUT_SIZE];
+    int64_t dir_expires = 0, made_at_ms = 0;
+    int dir_held = handle->made && n >= IN_HEADER_SIZE && u32_at(data + 4) == OP_CREATE_CODE &&
+                   mirror_peek(handle->mirror, u64_at(data + 16), dir_attr, &dir_expires);
     mirror_arrived(handle->mirror, data, (size_t)n);
-    if (handle->made && made_answer(handle->made, handle->names, fd, data, (size_t)n)) {
+    if (handle->made && made_answer(handle->made, handle->names, fd, data, (size_t)n, &made_at_ms)) {
       /* Its name is held from now on, and it is answered: nothing pending. */
       names_arrived(handle->names, data, (size_t)n);
       names_settled(handle->names, u32_at(data + 4));
+      /* The kernel asks for the directory next (its permissions, before the next create in it). */
+      if (dir_held) mirror_entries_changed(handle->mirror, u64_at(data + 16), dir_attr, dir_expires, made_at_ms);
       if (++*answered == most) return -EAGAIN;
       continue;
     }
@@ -339,7 +349,7 @@ static napi_value made_reserved_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* madeTake(mirror) -> [dir, nodeid, fh, fd, backingId, name][] answered since the last take, in order */
+/* madeTake(mirror) -> [dir, nodeid, fh, fd, backingId, name, madeAtMs][] answered since the last take, in order */
 static napi_value made_take_js(napi_env env, napi_callback_info info) {
   ARGS(1);
   made_files *made = made_arg(env, argv[0]);
@@ -348,15 +358,16 @@ static napi_value made_take_js(napi_env env, napi_callback_info info) {
   napi_value list;
   CHECK(env, napi_create_array_with_length(env, n, &list));
   for (uint32_t i = 0; i < n; i++) {
-    napi_value fields[6], tuple;
+    napi_value fields[7], tuple;
     CHECK(env, napi_create_double(env, (double)taken[i].dir, &fields[0]));
     CHECK(env, napi_create_double(env, (double)taken[i].nodeid, &fields[1]));
     CHECK(env, napi_create_double(env, (double)taken[i].fh, &fields[2]));
     CHECK(env, napi_create_int32(env, taken[i].fd, &fields[3]));
     CHECK(env, napi_create_int32(env, taken[i].backing_id, &fields[4]));
     CHECK(env, napi_create_string_utf8(env, taken[i].name, taken[i].name_length, &fields[5]));
-    CHECK(env, napi_create_array_with_length(env, 6, &tuple));
-    for (uint32_t k = 0; k < 6; k++) CHECK(env, napi_set_element(env, tuple, k, fields[k]));
+    CHECK(env, napi_create_double(env, (double)taken[i].made_at_ms, &fields[6]));
+    CHECK(env, napi_create_array_with_length(env, 7, &tuple));
+    for (uint32_t k = 0; k < 7; k++) CHECK(env, napi_set_element(env, tuple, k, fields[k]));
     CHECK(env, napi_set_element(env, list, i, tuple));
   }
   return list;

@@ -128,7 +128,7 @@ static int make_file(const made_grant *grant, const char *name, uint32_t mode, u
   return file;
 }
 
-int made_answer(made_files *made, dir_names *names, int fd, const uint8_t *request, size_t length) {
+int made_answer(made_files *made, dir_names *names, int fd, const uint8_t *request, size_t length, int64_t *made_at_ms) {
   if (length < IN_HEADER_SIZE + CREATE_IN_SIZE || u32_at(request + 4) != OP_CREATE) return 0;
   if (made->id_count == 0 || made->answered_count >= MADE_ANSWERED_MAX) return 0;
   uint64_t dir = u64_at(request + 16);
@@ -156,6 +156,10 @@ int made_answer(made_files *made, dir_names *names, int fd, const uint8_t *reque
     return 0;
   }
 
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  made_one->made_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+  *made_at_ms = made_one->made_at_ms;
   made->id_count--;
   uint64_t nodeid = made->ids[made->id_count][0], fh = made->ids[made->id_count][1];
   uint8_t header[OUT_HEADER_SIZE], entry[ENTRY_SIZE], open_out[OPEN_OUT_SIZE];

@@ -24,6 +24,8 @@ typedef struct {
   int32_t fd;
   int32_t backing_id;
   uint32_t name_length;
+  /* When it was made (wall clock, whole milliseconds): its directory's entries changed then. */
+  int64_t made_at_ms;
   char name[256];
 } made_file;
 
@@ -42,7 +44,7 @@ uint32_t made_reserved(const made_files *made);
  * `fd` (/dev/fuse), else 0: anything unexpected (the name taken on the disk, no reserved ids,
  * a failed chown or registration) leaves it to JS with nothing changed.
  */
-int made_answer(made_files *made, dir_names *names, int fd, const uint8_t *request, size_t length);
+int made_answer(made_files *made, dir_names *names, int fd, const uint8_t *request, size_t length, int64_t *made_at_ms);
 /* Moves up to `max` files answered and not yet taken into out; returns how many. */
 uint32_t made_take(made_files *made, made_file *out, uint32_t max);
 

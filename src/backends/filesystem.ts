@@ -305,7 +305,7 @@ export class FilesystemBackend
       const stat = resolved.stat ?? fsConstants.statSync(resolved.hostPath, { throwIfNoEntry: false });
       if (!stat?.isDirectory()) return undefined;
       const hostDir = resolved.hostPath;
-      return { hostDir, adopt: (name, fd) => DiskHostFile.adopt(pathOfDescriptor(fd) ?? path.join(hostDir, name), fd, this.hostFiles) };
+      return { hostDir, adopt: (name, fd, moved) => DiskHostFile.adopt((moved && pathOfDescriptor(fd)) || path.join(hostDir, name), fd, this.hostFiles) };
     } catch {
       return undefined;
     }

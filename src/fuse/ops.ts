@@ -142,8 +142,8 @@ class VfsOps implements KernelOps {
   reserveHandle(): number {
     return this.vfs.reserveHandle();
   }
-  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number): boolean {
-    return this.vfs.adoptCreated(path, grant, fd, fh);
+  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number, madeAtMs: number, moved: boolean): boolean {
+    return this.vfs.adoptCreated(path, grant, fd, fh, madeAtMs, moved);
   }
   watchedTtlMs(path: string, names: boolean): number | undefined {
     return this.vfs.watchedTtlMs(path, names);

@@ -74,8 +74,12 @@ export interface KernelOps {
   createGrant?(dir: string): Promise<{ grant: CreateGrant; gid: number } | undefined>;
   /** A handle for a file the transport will make itself. */
   reserveHandle?(): number;
-  /** Such a file made at `path` under `grant` (`fd`: its descriptor) and answered with `fh`: the vfs takes it as create() would have made it. */
-  adoptCreated?(path: string, grant: CreateGrant, fd: number, fh: number): boolean;
+  /**
+   * Such a file made at `path` under `grant` (`fd`: its descriptor) at `madeAtMs` (Date.now()'s
+   * clock) and answered with `fh`: the vfs takes it as create() would have made it. `moved`:
+   * the directory was renamed since the grant.
+   */
+  adoptCreated?(path: string, grant: CreateGrant, fd: number, fh: number, madeAtMs: number, moved: boolean): boolean;
   /**
    * How long (ms) the kernel may keep what it is told of `path` where the backend's change
    * feed covers it (with `names`: the names in it too, for a directory); undefined elsewhere.

@@ -380,8 +380,12 @@ export interface HostFiles {
 export interface CreateGrant {
   /** The host directory (its real path) in which a new name, made with O_EXCL, is the file at `dir`/name. */
   readonly hostDir: string;
-  /** The file the transport made as `name` in hostDir (`fd`: its read-only descriptor), taken as openHostFile's create takes one it made. */
-  adopt(name: string, fd: number): HostFile;
+  /**
+   * The file the transport made as `name` in hostDir (`fd`: its read-only descriptor), taken
+   * as openHostFile's create takes one it made. `moved`: the directory was renamed since the
+   * grant (its place now is read from the descriptor).
+   */
+  adopt(name: string, fd: number, moved: boolean): HostFile;
 }
 
 /** Disk routes: directories in which new files may be made by the transport (CreateGrant). */

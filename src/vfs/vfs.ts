@@ -449,14 +449,15 @@ export class Vfs {
   }
 
   /**
-   * A file the transport made itself under a grant (createGrant), with its descriptor and
-   * the handle it reserved: taken as create() takes the disk file it makes, before any later
-   * request.
+   * A file the transport made itself under a grant (createGrant), with its descriptor, the
+   * handle it reserved and when it made it (Date.now()'s clock): taken as create() takes the
+   * disk file it makes, before any later request. `moved`: its directory was renamed since
+   * the grant.
    * False (the file let go) where the vfs holds the path already, which the grant's rule (a
    * name the held listing lacks) rules out.
    */
-  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number): boolean {
-    const host = grant.adopt(basenameOf(path), fd);
+  adoptCreated(path: string, grant: CreateGrant, fd: number, fh: number, madeAtMs: number, moved: boolean): boolean {
+    const host = grant.adopt(basenameOf(path), fd, moved);
     if (this.files.has(path)) {
       host.close();
       return false;
@@ -470,7 +471,8 @@ export class Vfs {
     this.contentChanged(path);
     this.handles.set(fh, { file, writable: true });
     this.addToListing(path, false);
-    this.entriesChanged(parentOf(path));
+    // When the transport made it: the directory's times it may have shown the kernel already.
+    this.entriesChangedAt.set(parentOf(path), madeAtMs);
     return true;
   }
 

@@ -113,6 +113,31 @@ describe.runIf(isRoot && loadNative().addon !== undefined)("files made in the ad
     await expect(fs.stat(path.join(root, "d/f004"))).rejects.toThrow(/ENOENT/);
   });
 
+  it("answers the directory's GETATTR after each file it made, with the times the vfs then gives", async () => {
+    m = await mountDisk(true);
+    const dir = path.join(m.dir, "fs");
+    await ok(`mkdir d && stat d > /dev/null`, dir);
+    const getattr = vi.spyOn(m.vfs, "getattr");
+    // The kernel asks for the directory before each create in it (its permissions): python's own stat of it too.
+    const times = JSON.parse(
+      await ok(py(`import os, json
+out = []
+for i in range(100):
+    os.close(os.open("d/f%03d" % i, os.O_CREAT | os.O_WRONLY, 0o644))
+    out.append(os.stat("d").st_mtime_ns)
+print(json.dumps(out))`), dir),
+    ) as number[];
+    // Looked up by JavaScript at most a few times, where each create used to cost one (and its wait behind the vfs's bookkeeping).
+    expect(getattr.mock.calls.filter(([p]) => p === "/fs/d").length).toBeLessThan(20);
+    for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThanOrEqual(times[i - 1]!);
+    // What the kernel holds now is what the vfs answers.
+    getattr.mockRestore();
+    const vfsMtime = (await m.vfs.getattr("/fs/d")).mtime;
+    const shown = statSync(path.join(dir, "d"), { bigint: true }).mtimeNs;
+    expect(Number(shown) / 1e6).toBeCloseTo(vfsMtime, 3);
+    expect(times.at(-1)! / 1e6).toBeLessThanOrEqual(vfsMtime + 0.001);
+  });
+
   it("gives the same attributes, owner and mode as a create in JavaScript", async () => {
     const shownBy = async (made: boolean) => {
       m = await mountDisk(made);

@@ -28,13 +28,22 @@ export interface MadeFile {
   fd: number;
   backingId: number;
   name: string;
+  /** When (Date.now()'s clock): its directory's entries changed then (the addon answers the directory's next GETATTR so). */
+  madeAtMs: number;
   /** The grant it was made under (undefined: forgotten here, which the addon's bound rules out). */
   grant: CreateGrant | undefined;
+  /** The directory's path when it was granted. */
+  grantedAt: string | undefined;
+}
+
+interface Granted {
+  grant: CreateGrant;
+  dir: string;
 }
 
 export class MadeFiles {
   private readonly handle: MirrorHandle;
-  private readonly grants = boundedLru<number, CreateGrant>(GRANTS_KEPT);
+  private readonly grants = boundedLru<number, Granted>(GRANTS_KEPT);
   /** Moves with every SETATTR: a grant computed before one may carry a group rule it changed (`generation`). */
   private attrChanges = 0;
 
@@ -56,14 +65,14 @@ export class MadeFiles {
   }
 
   /**
-   * New files in directory `nodeid` (its names held in the addon) may be made there, under
-   * `grant` with group `gid` (-1: the caller's), computed at `generation`. False when its
-   * names are no longer held or a SETATTR came since.
+   * New files in directory `nodeid` (at `dir`, its names held in the addon) may be made
+   * there, under `grant` with group `gid` (-1: the caller's), computed at `generation`. False
+   * when its names are no longer held or a SETATTR came since.
    */
-  grant(nodeid: number, grant: CreateGrant, gid: number, umask: number | undefined, ttlMs: number, openFlags: number, generation: number): boolean {
+  grant(nodeid: number, dir: string, grant: CreateGrant, gid: number, umask: number | undefined, ttlMs: number, openFlags: number, generation: number): boolean {
     if (!(ttlMs >= 1) || generation !== this.attrChanges) return false;
     const granted = this.addon.namesGrant(this.handle, nodeid, grant.hostDir, gid, umask ?? -1, Math.min(Math.floor(ttlMs), 2 ** 31 - 1), openFlags);
-    if (granted) this.grants.set(nodeid, grant);
+    if (granted) this.grants.set(nodeid, { grant, dir });
     return granted;
   }
 
@@ -85,7 +94,10 @@ export class MadeFiles {
     while (this.pending) {
       const made = this.addon.madeTake(this.handle);
       if (made.length === 0) return;
-      for (const [dir, nodeid, fh, fd, backingId, name] of made) adopt({ dir, nodeid, fh, fd, backingId, name, grant: this.grants.get(dir) });
+      for (const [dir, nodeid, fh, fd, backingId, name, madeAtMs] of made) {
+        const granted = this.grants.get(dir);
+        adopt({ dir, nodeid, fh, fd, backingId, name, madeAtMs, grant: granted?.grant, grantedAt: granted?.dir });
+      }
     }
   }
 }

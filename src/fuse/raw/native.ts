@@ -72,8 +72,8 @@ export interface NativeAddon {
   madeReserve(mirror: MirrorHandle, nodeid: number, fh: number): boolean;
   /** How many reserved pairs are left. */
   madeReserved(mirror: MirrorHandle): number;
-  /** The files made in the addon since the last take, in order: [directory node id, node id, handle, descriptor, backing id, name]. */
-  madeTake(mirror: MirrorHandle): Array<[number, number, number, number, number, string]>;
+  /** The files made in the addon since the last take, in order: [directory node id, node id, handle, descriptor, backing id, name, when (Date.now()'s clock)]. */
+  madeTake(mirror: MirrorHandle): Array<[number, number, number, number, number, string, number]>;
 }
 
 /** The addon as the transport uses it, or undefined with the reason (once per process). */

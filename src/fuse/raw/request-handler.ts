@@ -508,7 +508,7 @@ export class RequestHandler {
         this.restock(madeFiles);
         // What create's entry() would give a new file there (no stat: a file of one name).
         const ttlMs = Math.round(this.ttlOf(childPath(dir, "new")) * 1000);
-        madeFiles.grant(nodeid, granted.grant, granted.gid, daemonUmask(), ttlMs, OpenFlag.PASSTHROUGH | OpenFlag.NOFLUSH, generation);
+        madeFiles.grant(nodeid, dir, granted.grant, granted.gid, daemonUmask(), ttlMs, OpenFlag.PASSTHROUGH | OpenFlag.NOFLUSH, generation);
       },
       (err: unknown) => this.log?.(`new files in ${dir} not granted to the addon: ${(err as Error).message}`),
     );
@@ -739,7 +739,7 @@ export class RequestHandler {
     const dir = this.inodes.path(made.dir);
     const path = dir === undefined ? undefined : childPath(dir, made.name);
     this.debug?.(`made ${path ?? made.name} node ${made.nodeid} handle ${made.fh}`);
-    if (path === undefined || !made.grant || !this.ops.adoptCreated!(path, made.grant, made.fd, made.fh)) {
+    if (path === undefined || !made.grant || !this.ops.adoptCreated!(path, made.grant, made.fd, made.fh, made.madeAtMs, dir !== made.grantedAt)) {
       // Cannot be while grants live on held names; the kernel's file works all the same, unknown here.
       this.log?.(`a file made in the addon was not taken (directory node ${made.dir}, ${made.name})`);
       if (path === undefined || !made.grant) closeSync(made.fd);
@@ -750,8 +750,7 @@ export class RequestHandler {
     const file = this.ops.backingFile!(made.fh);
     if (file) this.registerBacking(file, made.backingId);
     this.backed.set(made.nodeid, { id: made.backingId, handles: 1, writers: 1 });
-    // As after create's reply: the directory's fresh attributes for the kernel's next look at it.
-    if (this.mirror) this.republish(this.mirror, made.dir);
+    // The directory's attributes: the addon holds them already with the new times (mirror_entries_changed), or the next GETATTR asks.
   }
 
   private adoptKept(nodeid: number, fh: number): void {
