@@ -22,6 +22,7 @@ import { AttrMirror } from "./attr-mirror.js";
 import { DirNames } from "./dir-names.js";
 import { KeptOpens } from "./kept-opens.js";
 import { MadeFiles } from "./made-files.js";
+import { DeferredReleases } from "./deferred-releases.js";
 import { BufferPool } from "./buffer-pool.js";
 import { startDeviceReader, startPolledReader, type DeviceReader } from "./device-reader.js";
 import { ACKNOWLEDGED_BY_ADDON, loadNative, type NativeAddon } from "./native.js";
@@ -91,7 +92,17 @@ export class RawTransport implements Transport {
     this.handler = handler;
     const { mirror, keptOpens, madeFiles } = handler.extras;
     const write = (buffers: Buffer[]) => this.write(buffers);
-    const onRequest = (request: Buffer) => this.dispatch(handler, request, reader, write);
+    // A release the addon acknowledged waits while the caller's next requests are answered (deferred-releases.ts).
+    const unpooled = { get inFlight() { return reader.inFlight; }, recycle: () => undefined };
+    const releases = mirror && process.env.BACKENDFS_DEFER_RELEASES !== "0" ? new DeferredReleases((request) => this.dispatch(handler, request, unpooled, write)) : undefined;
+    const onRequest = (request: Buffer) => {
+      if (releases?.take(request)) {
+        reader.recycle(request.buffer as ArrayBuffer);
+        return;
+      }
+      releases?.flush();
+      this.dispatch(handler, request, reader, write);
+    };
     const afterRead = (keptOpens || madeFiles) && (() => handler.takeAnswered());
     const reader = addon ? startPolledReader(addon, this.fd, BUFFER_SIZE, onRequest, log, mirror, afterRead) : startDeviceReader(this.fd, BUFFER_SIZE, onRequest, log);
     this.readsOnLoop = addon !== undefined;
