@@ -331,6 +331,15 @@ static napi_value names_grant_js(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/* namesGranted(mirror, nodeid) -> whether the directory's names are held with a grant */
+static napi_value names_granted_js(napi_env env, napi_callback_info info) {
+  ARGS(2);
+  dir_names *names = names_arg(env, argv[0]);
+  napi_value result;
+  CHECK(env, napi_get_boolean(env, names && names_is_granted(names, (uint64_t)int64_arg(env, argv[1])), &result));
+  return result;
+}
+
 /* madeReserve(mirror, nodeid, fh) -> kept (false: enough are reserved) */
 static napi_value made_reserve_js(napi_env env, napi_callback_info info) {
   ARGS(3);
@@ -706,6 +715,7 @@ static napi_value init(napi_env env, napi_value exports) {
       METHOD("namesDrop", names_drop_js),
       METHOD("namesClear", names_clear_js),
       METHOD("namesGrant", names_grant_js),
+      METHOD("namesGranted", names_granted_js),
       METHOD("madeReserve", made_reserve_js),
       METHOD("madeReserved", made_reserved_js),
       METHOD("madeTake", made_take_js),

@@ -94,7 +94,7 @@ static void drop_set(dir_set *set) {
 
 void names_free(dir_names *names) {
   if (!names) return;
-  for (uint32_t i = 0; i <= names->mask; i++) free(names->dirs[i].hashes);
+  for (uint32_t i = 0; i <= names->mask; i++) drop_set(&names->dirs[i]);
   free(names->dirs);
   free(names);
 }
@@ -330,6 +330,11 @@ int names_grant(dir_names *names, uint64_t nodeid, const char *host_dir, int32_t
   set->grant = (made_grant){.dirfd = dirfd, .gid = gid, .umask = umask, .ttl_ms = ttl_ms, .open_flags = open_flags};
   set->granted = 1;
   return 1;
+}
+
+int names_is_granted(dir_names *names, uint64_t nodeid) {
+  dir_set *set = held(names, nodeid);
+  return set && set->granted && set->expires_ns > now_ns();
 }
 
 int names_granted(dir_names *names, uint64_t nodeid, const uint8_t *name, size_t length, made_grant *out) {

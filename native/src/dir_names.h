@@ -56,6 +56,8 @@ typedef struct {
 
 /* Grants creates in held directory `nodeid` (host_dir opened here; closed when the grant ends). 1 when granted. */
 int names_grant(dir_names *names, uint64_t nodeid, const char *host_dir, int32_t gid, int32_t umask, uint32_t ttl_ms, uint32_t open_flags);
+/* 1 when `nodeid` is held, fresh and granted. */
+int names_is_granted(dir_names *names, uint64_t nodeid);
 /* 1, with the grant in *out, when `nodeid` is held, fresh and granted and lacks `name` (a name the addon answers lookups of). */
 int names_granted(dir_names *names, uint64_t nodeid, const uint8_t *name, size_t length, made_grant *out);
 

@@ -472,7 +472,8 @@ export class Vfs {
     this.handles.set(fh, { file, writable: true });
     this.addToListing(path, false);
     // When the transport made it: the directory's times it may have shown the kernel already.
-    this.entriesChangedAt.set(parentOf(path), madeAtMs);
+    const dir = parentOf(path);
+    this.entriesChangedAt.set(dir, Math.max(this.entriesChangedAt.get(dir) ?? madeAtMs, madeAtMs));
     return true;
   }
 

@@ -18,7 +18,7 @@ import type { MirrorHandle, NativeAddon } from "./native.js";
 
 /** Node ids and handles kept reserved in the addon (made_files.h allows 256). */
 const RESERVED = 64;
-/** Grants remembered here (a file made under one is adopted through it): more than the addon's directories (256). */
+/** Grants remembered here (a file made under one is adopted through it): more than the addon's directories (256); one forgotten here ends there too. */
 const GRANTS_KEPT = 1024;
 
 export interface MadeFile {
@@ -43,7 +43,12 @@ interface Granted {
 
 export class MadeFiles {
   private readonly handle: MirrorHandle;
-  private readonly grants = boundedLru<number, Granted>(GRANTS_KEPT);
+  private readonly grants = boundedLru<number, Granted>(GRANTS_KEPT, {
+    // A file made under a grant forgotten here could not be taken: the addon forgets the directory's names, and the grant with them.
+    dispose: (_granted, nodeid, reason) => {
+      if (reason === "evict") this.addon.namesDrop(this.handle, nodeid);
+    },
+  });
   /** Moves with every SETATTR: a grant computed before one may carry a group rule it changed (`generation`). */
   private attrChanges = 0;
 
@@ -74,6 +79,11 @@ export class MadeFiles {
     const granted = this.addon.namesGrant(this.handle, nodeid, grant.hostDir, gid, umask ?? -1, Math.min(Math.floor(ttlMs), 2 ** 31 - 1), openFlags);
     if (granted) this.grants.set(nodeid, { grant, dir });
     return granted;
+  }
+
+  /** Whether new files in directory `nodeid` are the addon's to make now. */
+  granted(nodeid: number): boolean {
+    return this.addon.namesGranted(this.handle, nodeid);
   }
 
   /** Keeps the addon stocked with node ids and handles for the files it makes. */

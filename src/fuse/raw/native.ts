@@ -68,6 +68,8 @@ export interface NativeAddon {
   namesClear(mirror: MirrorHandle): void;
   /** New files in held directory `nodeid` may be made in the addon, in `hostDir` (see made-files.ts). False when its names are not held. */
   namesGrant(mirror: MirrorHandle, nodeid: number, hostDir: string, gid: number, umask: number, ttlMs: number, openFlags: number): boolean;
+  /** Whether directory `nodeid`'s names are held with a grant. */
+  namesGranted(mirror: MirrorHandle, nodeid: number): boolean;
   /** A node id and handle for the next file made in the addon; false when it holds enough. */
   madeReserve(mirror: MirrorHandle, nodeid: number, fh: number): boolean;
   /** How many reserved pairs are left. */

@@ -235,8 +235,14 @@ export class RequestHandler {
               this.grantAgain(h.nodeid);
             });
             break;
+          case Op.CREATE:
+            this.afterReply(() => {
+              this.republish(mirror, h.nodeid);
+              this.grantOnCreate(h.nodeid);
+            });
+            break;
           case Op.FSYNC:
-          case Op.CREATE: case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
+          case Op.MKNOD: case Op.SYMLINK: case Op.LINK: case Op.UNLINK: case Op.RMDIR:
             this.afterReply(() => this.republish(mirror, h.nodeid));
             break;
           case Op.RENAME: case Op.RENAME2:
@@ -483,11 +489,11 @@ export class RequestHandler {
    * The names of a directory whose misses the vfs answers from its own listing, to the addon
    * (dir-names.ts). A failure loses only the shortcut, never the lookup's answer.
    */
-  private publishNames(dirNames: DirNames, parent: number, dir: string, negative: Buffer, epoch: number): void {
+  private publishNames(dirNames: DirNames, parent: number, dir: string, negative: Buffer, epoch: number, grant = false): void {
     try {
       if (dirNames.holds(parent)) return;
       const held = this.ops.heldNames?.(dir);
-      if (held && dirNames.publish(parent, held.names, held.ttlMs, negative, epoch)) this.grantCreates(parent, dir);
+      if (held && dirNames.publish(parent, held.names, held.ttlMs, negative, epoch) && grant) this.grantCreates(parent, dir);
     } catch (err) {
       this.log?.(`directory names not published: ${(err as Error).message}`);
     }
@@ -495,8 +501,10 @@ export class RequestHandler {
 
   /**
    * Where the vfs grants it, new files in a directory whose names the addon now holds are
-   * made there too (made-files.ts): the grant lives on those names. A failure loses only the
-   * shortcut.
+   * made there too (made-files.ts): the grant lives on those names. Asked for a directory
+   * just made, and for one where a create reached the vfs (grantOnCreate), not for every
+   * directory listed: a cold `grep -r` paid 5-10% for grants it never used. A failure loses
+   * only the shortcut.
    */
   private grantCreates(nodeid: number, dir: string): void {
     const madeFiles = this.madeFiles;
@@ -520,6 +528,11 @@ export class RequestHandler {
     if (path !== undefined && this.madeFiles && this.dirNames?.holds(nodeid)) this.grantCreates(nodeid, path);
   }
 
+  /** A create the vfs answered, in a directory whose names the addon holds without a grant: its next ones may be the addon's. */
+  private grantOnCreate(nodeid: number): void {
+    if (this.madeFiles && !this.madeFiles.granted(nodeid)) this.grantAgain(nodeid);
+  }
+
   /**
    * A directory just made holds no name (the vfs lists it so): its names go to the addon at
    * once, once the MKDIR is answered (the addon takes no names while a request that may make
@@ -531,13 +544,14 @@ export class RequestHandler {
     if (dir === undefined) return;
     const path = childPath(dir, decodeNames(body.subarray(8), 1)[0]!);
     const nodeid = this.inodes.nodeAt(path);
-    if (nodeid !== undefined) this.publishDirNames(nodeid, path, epoch);
+    // Files are made in it next (`cp -r`, `tar x`, git's objects): the addon may make them.
+    if (nodeid !== undefined) this.publishDirNames(nodeid, path, epoch, true);
   }
 
-  /** The names the vfs holds of directory `path`, to the addon, kept as long as a miss in it may be. */
-  private publishDirNames(nodeid: number, path: string, epoch: number): void {
+  /** The names the vfs holds of directory `path`, to the addon, kept as long as a miss in it may be; `grant`: new files there too. */
+  private publishDirNames(nodeid: number, path: string, epoch: number, grant = false): void {
     const ttl = this.kernelTtl(this.keptLongMs(path, true));
-    if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch);
+    if (this.dirNames && ttl > 0) this.publishNames(this.dirNames, nodeid, path, encodeNegativeEntryOut(ttl), epoch, grant);
   }
 
   /** A name the kernel will cache: its attributes and one more lookup on its node. */
@@ -743,6 +757,7 @@ export class RequestHandler {
       // Cannot be while grants live on held names; the kernel's file works all the same, unknown here.
       this.log?.(`a file made in the addon was not taken (directory node ${made.dir}, ${made.name})`);
       if (path === undefined || !made.grant) closeSync(made.fd);
+      this.backings?.close(made.backingId);
       return;
     }
     this.inodes.made(made.nodeid, path);
