@@ -340,6 +340,8 @@ int names_is_granted(dir_names *names, uint64_t nodeid) {
 int names_granted(dir_names *names, uint64_t nodeid, const uint8_t *name, size_t length, made_grant *out) {
   dir_set *set = held(names, nodeid);
   if (!set || !set->granted || set->expires_ns <= now_ns() || !answerable(name, (long)length)) return 0;
+  /* What a route's path rules may refuse (paths.ts checkVirtualPath: a backslash, a leading '~'): the vfs decides. */
+  if (memchr(name, '\\', length) || name[0] == '~') return 0;
   if (contains(set, hash_of(name, length))) return 0;
   *out = set->grant;
   return 1;

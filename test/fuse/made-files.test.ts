@@ -199,6 +199,16 @@ print(json.dumps(out))`), dir),
     expect(await ok(`ls b && cat b/one`, dir)).toBe("one\ntwo\nback\n");
   });
 
+  it("leaves to the vfs the names a route's path rules may refuse (a backslash, a leading ~)", async () => {
+    m = await mountDisk(true);
+    const dir = path.join(m.dir, "fs");
+    await ok(`mkdir d && : > d/plain`, dir);
+    const create = vi.spyOn(m.vfs, "create");
+    await ok(`(: > 'd/back\\slash'; : > 'd/~tilde'; : > d/plain2) 2>/dev/null; true`, dir);
+    // The vfs decided both (plain2 was the addon's).
+    expect(create.mock.calls.map(([p]) => String(p)).sort()).toEqual(["/fs/d/back\\slash", "/fs/d/~tilde"]);
+  });
+
   it("makes nothing in the addon where an access rule decides each write", async () => {
     m = await mountDisk(true, { access: (operation, p) => !(operation === "write" && p.endsWith(".secret")) });
     const dir = path.join(m.dir, "fs");
