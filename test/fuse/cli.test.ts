@@ -147,9 +147,11 @@ describe("backendfs mount: lifecycle", () => {
     await waitMounted(d);
     const pid = d.child.pid!;
     await sh("python3 -c \"import os; f=open('synced.txt','w'); f.write('durable\\n'); f.flush(); os.fsync(f.fileno()); f.close()\"", mnt);
-    // A writer that has written but not closed when the daemon dies.
-    const writer = sh("python3 -c \"import time; f=open('pending.txt','w'); f.write('half'*1000); f.flush(); g=open('replaced.txt','w'); g.write('new'*1000); g.flush(); time.sleep(4)\"", mnt, 20_000);
-    await new Promise((r) => setTimeout(r, 700));
+    // A writer that has written but not closed when the daemon dies: it says so in a file
+    // beside the mount (a fixed wait lost the race on a loaded 2-vCPU VM: python not started yet).
+    const written = path.join(work, "crash-writer-wrote");
+    const writer = sh(`python3 -c "import time; f=open('pending.txt','w'); f.write('half'*1000); f.flush(); g=open('replaced.txt','w'); g.write('new'*1000); g.flush(); open('${written}','w').close(); time.sleep(4)"`, mnt, 20_000);
+    await expect.poll(() => readFile(written).then(() => true, () => false), { timeout: 15_000 }).toBe(true);
     // Kill the auto_unmount helper first so that the mount is left stale, as after a crash.
     const helpers = (await sh(`ps -o pid= --ppid ${pid}`, work)).stdout.split(/\s+/).filter(Boolean).map(Number);
     for (const h of helpers) process.kill(h, "SIGKILL");
