@@ -125,7 +125,8 @@ export class RawTransport implements Transport {
     const { addon } = loadNative();
     let backingIds = 0;
     const backings = addon && process.getuid?.() === 0 ? { open: () => ++backingIds, close: () => undefined } : undefined;
-    const handler = this.createHandler(ops, { ...options, maxWrite: Math.min(options.maxWrite, MAX_WRITE) }, addon, backings, () => undefined, undefined);
+    // No made files: its requests never pass through the addon's read, which makes them.
+    const handler = this.createHandler(ops, { ...options, maxWrite: Math.min(options.maxWrite, MAX_WRITE) }, addon, backings, () => undefined, undefined, false);
     const waiting = new Map<number, (reply: Buffer) => void>();
     const reader = { inFlight: new Int32Array(1), recycle: () => undefined };
     const write = (buffers: Buffer[]) => {
@@ -183,6 +184,7 @@ export class RawTransport implements Transport {
     backings: Backings | undefined,
     notify: (message: Buffer[]) => void,
     debug: ((line: string) => void) | undefined,
+    madeInAddon = true,
   ): RequestHandler {
     // GETATTRs answered in the addon from the vfs's own replies.
     const mirror = addon && process.env.BACKENDFS_ATTR_MIRROR !== "0" ? new AttrMirror(addon) : undefined;
@@ -191,7 +193,7 @@ export class RawTransport implements Transport {
     // Lookups of names a listed directory does not hold answered there too.
     const dirNames = addon && mirror && process.env.BACKENDFS_DIR_NAMES !== "0" ? new DirNames(addon, mirror) : undefined;
     // And the creates of new names there, where the vfs grants them.
-    const madeFiles = addon && dirNames && backings && process.env.BACKENDFS_MADE_FILES !== "0" ? new MadeFiles(addon, mirror!) : undefined;
+    const madeFiles = addon && dirNames && backings && madeInAddon && process.env.BACKENDFS_MADE_FILES !== "0" ? new MadeFiles(addon, mirror!) : undefined;
     return new RequestHandler(ops, options, this.pool, { debug, backings, mirror, keptOpens, dirNames, madeFiles, notify, log });
   }
 
